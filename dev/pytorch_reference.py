@@ -67,8 +67,10 @@ from the very same bits; torch.manual_seed is set as well for anything torch dra
 The same inputs and initial weights are used for all three activations.
 The run is made three times: torch float32 (what goes in the file, unless --source says
 otherwise), torch float64, and a hand-written numpy float64 twin (forward, backward and
-SGD written out, no autograd). The three are compared tensor by tensor and the script exits
-non-zero if any two disagree by more than --tol (absolute, default 1e-5).
+SGD written out, no autograd). Torch float64 is compared with the numpy twin and torch
+float32 with torch float64, tensor by tensor, and the script exits non-zero if either pair
+differs by more than --tol (absolute, default 1e-5). Every file written is then read back
+with --check's reader.
 --numpy runs without torch: the numpy twin in float32 writes the files (to test the writer
 and reader; the committed files come from torch), checked against the twin in float64.
 --check FILE... reads files back, verifies every size and the exact length, prints a
@@ -116,10 +118,10 @@ def unflatten(flat, sizes):
 
 
 def make_problem(sizes, B, seed):
-    """inputs (B, s0) float64 in [0,1), labels (B,) int, params0 (nparams,) float64.
-    Drawn in float64 then rounded to float32, so every path starts from the same float32 values."""
+    """inputs (B, s0) float32 in [0,1), labels (B,) int32, params0 (nparams,) float32
+    (drawn in float64, rounded to float32): every path starts from the same float32 values."""
     rng = np.random.default_rng(seed)
-    x = rng.random((B, sizes[0])).astype(np.float32)
+    x = rng.random((B, sizes[0]), dtype=np.float32)
     y = rng.integers(0, sizes[-1], size=B).astype(np.int32)
     parts = []
     for l in range(len(sizes) - 1):
