@@ -1,0 +1,522 @@
+/*
+matmul_forward: the matmuls of a linear layer, from the naive kernel to the one the trainer ships
+(kernels/matmul_fast.cuh), with cuBLAS as the yardstick.
+
+Key: B batch, IN input features, OUT output features; row-major; weight is (OUT, IN) like nn.Linear.
+The three products of a layer, as generic C(M, N) = sum_k A(m, k) B(k, n):
+  fwd     out(B,OUT)      = inp(B,IN) . weight(OUT,IN)^T   "NT"  M=B   N=OUT K=IN
+  dinp    dinp(B,IN)      = dout(B,OUT) . weight(OUT,IN)   "NN"  M=B   N=IN  K=OUT
+  dweight dweight(OUT,IN) = dout(B,OUT)^T . inp(B,IN)      "TN"  M=OUT N=IN  K=B
+
+versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
+  1: naive, one thread per output, threadIdx.x walks m (rows): uncoalesced
+  2: coalesced: threadIdx.x walks n, so a warp writes 32 neighbours of a row of C
+  3: shared-memory tiling: 32x32 tiles of A and B staged in shared memory, one output per thread
+  4: 2D register blocking: 64x64 tiles, each thread a 4x4 block of C kept in registers
+  5: kernels/matmul_fast.cuh in FP32: float4 loads, double-buffered shared memory, 8x8 or 4x4
+     register blocks, tile size picked per shape to fill the SMs, split-K (deterministic) for dweight
+  6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna
+  cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32)
+
+Run:
+  ./matmul_forward          validate all versions, benchmark all + cuBLAS, validate again, summary
+  ./matmul_forward 5        the same for version 5 only (and cuBLAS)
+  ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
+  CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
+
+Tolerances (relative norm error ||out - ref|| / ||ref|| against a double-precision CPU reference):
+  FP32 versions 1e-5: float32 sums of K <= 1024 products land near 1e-7..1e-6.
+  TF32 version and cuBLAS TF32 2e-3: both inputs rounded to 10 mantissa bits (rel. error 2^-11
+  each) give about 4e-4 on random data.
+Outputs are filled with NaN before every validated run, so an element a kernel never writes fails.
+*/
+#include "common.h"
+#include <cublas_v2.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "../../kernels/matmul_fast.cuh"
+
+#define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { \
+    fprintf(stderr, "[cuBLAS ERROR] at %s:%d: status %d\n", __FILE__, __LINE__, (int)s_); exit(EXIT_FAILURE); } } while (0)
+
+// ----------------------------------------------------------------------------
+// a problem: one product of one layer
+
+enum { PROD_FWD = 0, PROD_DINP = 1, PROD_DWEIGHT = 2 };
+static const char* prod_names[3] = {"fwd", "dinp", "dweight"};
+
+typedef struct {
+    int Bsz, IN, OUT, prod;
+    int M, N, K;
+    int a_kc, b_kc;   // A(m, k) = a_kc ? A[m*K + k] : A[k*M + m];  B(k, n) = b_kc ? B[n*K + k] : B[k*N + n]
+} Problem;
+
+static Problem make_problem(int Bsz, int IN, int OUT, int prod) {
+    Problem p = {Bsz, IN, OUT, prod, 0, 0, 0, 0, 0};
+    if (prod == PROD_FWD)  { p.M = Bsz; p.N = OUT; p.K = IN;  p.a_kc = 1; p.b_kc = 1; }
+    if (prod == PROD_DINP) { p.M = Bsz; p.N = IN;  p.K = OUT; p.a_kc = 1; p.b_kc = 0; }
+    if (prod == PROD_DWEIGHT) { p.M = OUT; p.N = IN; p.K = Bsz; p.a_kc = 0; p.b_kc = 0; }
+    return p;
+}
+
+// ----------------------------------------------------------------------------
+// CPU reference, in double
+
+void matmul_cpu(double* C, const float* A, const float* B, const Problem* p) {
+    const int M = p->M, N = p->N, K = p->K;
+    #pragma omp parallel for
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) C[(size_t)m * N + n] = 0.0;
+        for (int k = 0; k < K; k++) {
+            double a = p->a_kc ? A[(size_t)m * K + k] : A[(size_t)k * M + m];
+            double* c = C + (size_t)m * N;
+            if (p->b_kc) for (int n = 0; n < N; n++) c[n] += a * B[(size_t)n * K + k];
+            else         for (int n = 0; n < N; n++) c[n] += a * B[(size_t)k * N + n];
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// kernels 1..4: any layout, through strides: A(m, k) = A[m*sam + k*sak], B(k, n) = B[k*sbk + n*sbn]
+
+// version 1: naive, x walks rows m
+__global__ void matmul_kernel1(float* C, const float* A, const float* B, int M, int N, int K,
+                               int sam, int sak, int sbk, int sbn) {
+    int m = blockIdx.x * blockDim.x + threadIdx.x;
+    int n = blockIdx.y * blockDim.y + threadIdx.y;
+    if (m >= M || n >= N) return;
+    float s = 0.0f;
+    for (int k = 0; k < K; k++) s += A[(size_t)m * sam + (size_t)k * sak] * B[(size_t)k * sbk + (size_t)n * sbn];
+    C[(size_t)m * N + n] = s;
+}
+
+// version 2: coalesced, x walks columns n
+__global__ void matmul_kernel2(float* C, const float* A, const float* B, int M, int N, int K,
+                               int sam, int sak, int sbk, int sbn) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    int m = blockIdx.y * blockDim.y + threadIdx.y;
+    if (m >= M || n >= N) return;
+    float s = 0.0f;
+    for (int k = 0; k < K; k++) s += A[(size_t)m * sam + (size_t)k * sak] * B[(size_t)k * sbk + (size_t)n * sbn];
+    C[(size_t)m * N + n] = s;
+}
+
+// version 3: 32x32 shared-memory tiles, one output per thread, block (32, 32)
+#define T3 32
+__global__ void matmul_kernel3(float* C, const float* A, const float* B, int M, int N, int K,
+                               int sam, int sak, int sbk, int sbn) {
+    __shared__ float As[T3][T3 + 1];   // As[m][k], +1: no bank conflicts on the transposed access
+    __shared__ float Bs[T3][T3 + 1];   // Bs[k][n]
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int m0 = blockIdx.y * T3, n0 = blockIdx.x * T3;
+    float s = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T3) {
+        // thread (ty, tx) loads A(m0+ty, k0+tx) and B(k0+ty, n0+tx); zero outside
+        int m = m0 + ty, k = k0 + tx;
+        As[ty][tx] = (m < M && k < K) ? A[(size_t)m * sam + (size_t)k * sak] : 0.0f;
+        k = k0 + ty; int n = n0 + tx;
+        Bs[ty][tx] = (k < K && n < N) ? B[(size_t)k * sbk + (size_t)n * sbn] : 0.0f;
+        __syncthreads();
+        #pragma unroll
+        for (int kk = 0; kk < T3; kk++) s += As[ty][kk] * Bs[kk][tx];
+        __syncthreads();
+    }
+    if (m0 + ty < M && n0 + tx < N) C[(size_t)(m0 + ty) * N + n0 + tx] = s;
+}
+
+// version 4: 64x64 tiles, BK 8, 256 threads, each a 4x4 register block (rows ty*4.., cols tx*4..)
+#define BM4 64
+#define BN4 64
+#define BK4 8
+__global__ void __launch_bounds__(256) matmul_kernel4(float* C, const float* A, const float* B, int M, int N, int K,
+                                                     int sam, int sak, int sbk, int sbn) {
+    __shared__ float As[BK4][BM4];   // k-major: a thread reads 4 neighbouring rows at once
+    __shared__ float Bs[BK4][BN4];
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const int m0 = blockIdx.y * BM4, n0 = blockIdx.x * BN4;
+    float acc[4][4] = {};
+    for (int k0 = 0; k0 < K; k0 += BK4) {
+        for (int i = tid; i < BM4 * BK4; i += 256) {   // 2 elements of each tile per thread
+            int mm = i % BM4, kk = i / BM4;
+            int m = m0 + mm, k = k0 + kk;
+            As[kk][mm] = (m < M && k < K) ? A[(size_t)m * sam + (size_t)k * sak] : 0.0f;
+            int nn = i % BN4, n = n0 + nn;
+            Bs[kk][nn] = (k < K && n < N) ? B[(size_t)k * sbk + (size_t)n * sbn] : 0.0f;
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int kk = 0; kk < BK4; kk++) {
+            float a[4], b[4];
+            #pragma unroll
+            for (int i = 0; i < 4; i++) { a[i] = As[kk][ty * 4 + i]; b[i] = Bs[kk][tx * 4 + i]; }
+            #pragma unroll
+            for (int i = 0; i < 4; i++)
+                #pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    #pragma unroll
+    for (int i = 0; i < 4; i++)
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+            if (m < M && n < N) C[(size_t)m * N + n] = acc[i][j];
+        }
+}
+
+// ----------------------------------------------------------------------------
+// launchers. Operands: A, B as the problem's layout defines them; scratch for version 5/6 split-K.
+
+#define V_CUBLAS 7
+#define V_CUBLAS_TF32 8
+static const char* version_name(int v) {
+    static const char* names[] = {"", "v1 naive", "v2 coalesced", "v3 smem tiled", "v4 reg-block 4x4",
+                                  "v5 fast FP32", "v6 fast TF32", "cuBLAS SGEMM", "cuBLAS TF32"};
+    return names[v];
+}
+static int version_is_tf32(int v) { return v == 6 || v == V_CUBLAS_TF32; }
+static cublasHandle_t cublas_handle;
+
+void run_version(int v, float* C, const float* A, const float* B, const Problem* p, float* scratch, cudaStream_t s) {
+    const int M = p->M, N = p->N, K = p->K;
+    const int sam = p->a_kc ? K : 1, sak = p->a_kc ? 1 : M;
+    const int sbk = p->b_kc ? 1 : N, sbn = p->b_kc ? K : 1;
+    switch (v) {
+        case 1: { dim3 blk(32, 8), grid(mf_ceil_div(M, 32), mf_ceil_div(N, 8));
+                  matmul_kernel1<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
+        case 2: { dim3 blk(32, 8), grid(mf_ceil_div(N, 32), mf_ceil_div(M, 8));
+                  matmul_kernel2<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
+        case 3: { dim3 blk(T3, T3), grid(mf_ceil_div(N, T3), mf_ceil_div(M, T3));
+                  matmul_kernel3<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
+        case 4: { dim3 grid(mf_ceil_div(N, BN4), mf_ceil_div(M, BM4));
+                  matmul_kernel4<<<grid, 256, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
+        case 5: case 6: {
+            int tf32 = v == 6;
+            if (p->prod == PROD_FWD) matmul_forward_fast(C, A, B, NULL, p->Bsz, p->IN, p->OUT, 3, tf32, s);
+            else if (p->prod == PROD_DINP) matmul_backward_dinp_fast(C, A, B, NULL, 3, p->Bsz, p->IN, p->OUT, tf32, s);
+            else matmul_backward_dweight_fast(C, A, B, p->Bsz, p->IN, p->OUT, scratch, tf32, s);
+            return;   // the launchers check their own launches
+        }
+        case V_CUBLAS: case V_CUBLAS_TF32: {
+            // cuBLAS is column-major: row-major C(M,N) is column-major C^T(N,M) = B^T A^T
+            const float one = 1.0f, zero = 0.0f;
+            cublasOperation_t opB = p->b_kc ? CUBLAS_OP_T : CUBLAS_OP_N;   // B^T (N x K)
+            cublasOperation_t opA = p->a_kc ? CUBLAS_OP_N : CUBLAS_OP_T;   // A^T (K x M)
+            int ldb = p->b_kc ? K : N, lda = p->a_kc ? K : M;
+            cublasCheck(cublasSetStream(cublas_handle, s));
+            if (v == V_CUBLAS) {
+                cublasCheck(cublasSgemm(cublas_handle, opB, opA, N, M, K, &one, B, ldb, A, lda, &zero, C, N));
+            } else {
+                cublasCheck(cublasGemmEx(cublas_handle, opB, opA, N, M, K, &one, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda,
+                                         &zero, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+            }
+            return;
+        }
+        default: fprintf(stderr, "matmul_forward: no version %d (1..6)\n", v); exit(EXIT_FAILURE);
+    }
+    cudaCheck(cudaGetLastError());
+}
+
+// ----------------------------------------------------------------------------
+// device buffers for one problem, with its CPU reference
+
+typedef struct {
+    Problem p;
+    float *A, *B, *C, *C2, *scratch;   // device
+    float *hA, *hB, *hC;               // host
+    double* ref;
+} Bufs;
+
+static void bufs_init(Bufs* b, Problem p, int with_ref) {
+    b->p = p;
+    size_t na = (size_t)p.M * p.K, nb = (size_t)p.K * p.N, nc = (size_t)p.M * p.N;
+    b->hA = (float*)mallocCheck(na * 4); b->hB = (float*)mallocCheck(nb * 4); b->hC = (float*)mallocCheck(nc * 4);
+    fill_uniform(b->hA, na); fill_uniform(b->hB, nb);
+    cudaCheck(cudaMalloc(&b->A, na * 4)); cudaCheck(cudaMalloc(&b->B, nb * 4));
+    cudaCheck(cudaMalloc(&b->C, nc * 4)); cudaCheck(cudaMalloc(&b->C2, nc * 4));
+    cudaCheck(cudaMemcpy(b->A, b->hA, na * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(b->B, b->hB, nb * 4, cudaMemcpyHostToDevice));
+    // scratch: enough for any forced split count the sweep tries
+    size_t ns = 16 * nc;
+    cudaCheck(cudaMalloc(&b->scratch, ns * 4));
+    b->ref = NULL;
+    if (with_ref) {
+        b->ref = (double*)mallocCheck(nc * sizeof(double));
+        matmul_cpu(b->ref, b->hA, b->hB, &p);
+    }
+}
+
+static void bufs_free(Bufs* b) {
+    cudaCheck(cudaFree(b->A)); cudaCheck(cudaFree(b->B)); cudaCheck(cudaFree(b->C)); cudaCheck(cudaFree(b->C2));
+    cudaCheck(cudaFree(b->scratch));
+    free(b->hA); free(b->hB); free(b->hC); free(b->ref);
+}
+
+static double rel_err(const float* out, const double* ref, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)out[i] - ref[i];
+        num += d * d; den += ref[i] * ref[i];
+    }
+    if (num != num) return INFINITY;   // NaN: an unwritten or broken element
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static double tol_of(int v) { return version_is_tf32(v) ? 2e-3 : 1e-5; }
+
+// poison, run, compare; for versions 5/6 also run twice and demand bitwise-equal results
+static int validate_one(int v, Bufs* b, const char* when, int verbose) {
+    const Problem* p = &b->p;
+    size_t nc = (size_t)p->M * p->N;
+    cudaCheck(cudaMemset(b->C, 0xFF, nc * 4));
+    cudaCheck(cudaMemset(b->scratch, 0xFF, 16 * nc * 4));
+    run_version(v, b->C, b->A, b->B, p, b->scratch, 0);
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMemcpy(b->hC, b->C, nc * 4, cudaMemcpyDeviceToHost));
+    double err = rel_err(b->hC, b->ref, nc);
+    int ok = err < tol_of(v);
+    int det = 1;
+    if (v == 5 || v == 6) {
+        cudaCheck(cudaMemset(b->C2, 0xFF, nc * 4));
+        run_version(v, b->C2, b->A, b->B, p, b->scratch, 0);
+        cudaCheck(cudaDeviceSynchronize());
+        float* h2 = (float*)mallocCheck(nc * 4);
+        cudaCheck(cudaMemcpy(h2, b->C2, nc * 4, cudaMemcpyDeviceToHost));
+        det = memcmp(h2, b->hC, nc * 4) == 0;
+        free(h2);
+    }
+    if (verbose || !ok || !det)
+        printf("  %-17s %-7s B=%-4d %4d->%-4d (M %4d N %4d K %4d) rel err %.2e (tol %.0e)%s %s%s\n", version_name(v),
+               prod_names[p->prod], p->Bsz, p->IN, p->OUT, p->M, p->N, p->K, err, tol_of(v),
+               (v == 5 || v == 6) ? (det ? " bitwise-repeatable" : " NOT REPEATABLE") : "", ok && det ? "ok" : "FAIL", when);
+    return ok && det;
+}
+
+// the epilogues of the shipped launchers: bias + each activation (forward), act' from y (dinp)
+static int validate_epilogues(int tf32) {
+    int failed = 0;
+    const int shapes[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {64, 784, 128}};
+    for (int si = 0; si < 4; si++) {
+        int Bsz = shapes[si][0], IN = shapes[si][1], OUT = shapes[si][2];
+        for (int act = 0; act < 4; act++) {
+            // forward: out = act(inp . W^T + bias)
+            Problem p = make_problem(Bsz, IN, OUT, PROD_FWD);
+            Bufs b; bufs_init(&b, p, 1);
+            float* hbias = (float*)mallocCheck(OUT * 4); fill_uniform(hbias, OUT);
+            float* dbias; cudaCheck(cudaMalloc(&dbias, OUT * 4));
+            cudaCheck(cudaMemcpy(dbias, hbias, OUT * 4, cudaMemcpyHostToDevice));
+            size_t nc = (size_t)p.M * p.N;
+            for (size_t i = 0; i < nc; i++) {
+                double x = b.ref[i] + hbias[i % OUT];
+                b.ref[i] = act == 0 ? 1.0 / (1.0 + exp(-x)) : act == 1 ? (x > 0 ? x : 0) : act == 2 ? tanh(x) : x;
+            }
+            cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
+            matmul_forward_fast(b.C, b.A, b.B, dbias, Bsz, IN, OUT, act, tf32, 0);
+            cudaCheck(cudaDeviceSynchronize());
+            cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
+            double err = rel_err(b.hC, b.ref, nc);
+            if (!(err < (tf32 ? 2e-3 : 1e-5))) {
+                printf("  FAIL forward epilogue tf32=%d act=%d B=%d %d->%d rel err %.2e\n", tf32, act, Bsz, IN, OUT, err);
+                failed++;
+            }
+            cudaCheck(cudaFree(dbias)); free(hbias); bufs_free(&b);
+
+            // dinp: (dout . W) * act'(y), y a plausible activation output
+            p = make_problem(Bsz, IN, OUT, PROD_DINP);
+            bufs_init(&b, p, 1);
+            nc = (size_t)p.M * p.N;
+            float* hy = (float*)mallocCheck(nc * 4);
+            for (size_t i = 0; i < nc; i++) {
+                float u = rand_uniform();
+                hy[i] = act == 0 ? 0.5f + 0.49f * u : act == 1 ? (u > 0 ? u : 0.0f) : act == 2 ? 0.99f * u : u;
+            }
+            float* dy; cudaCheck(cudaMalloc(&dy, nc * 4));
+            cudaCheck(cudaMemcpy(dy, hy, nc * 4, cudaMemcpyHostToDevice));
+            for (size_t i = 0; i < nc; i++) {
+                double y = hy[i];
+                double d = act == 0 ? y * (1 - y) : act == 1 ? (y > 0 ? 1.0 : 0.0) : act == 2 ? 1 - y * y : 1.0;
+                b.ref[i] *= d;
+            }
+            cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
+            matmul_backward_dinp_fast(b.C, b.A, b.B, act == 3 ? NULL : dy, act, Bsz, IN, OUT, tf32, 0);
+            cudaCheck(cudaDeviceSynchronize());
+            cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
+            err = rel_err(b.hC, b.ref, nc);
+            if (!(err < (tf32 ? 2e-3 : 1e-5))) {
+                printf("  FAIL dinp epilogue tf32=%d act=%d B=%d %d->%d rel err %.2e\n", tf32, act, Bsz, IN, OUT, err);
+                failed++;
+            }
+            cudaCheck(cudaFree(dy)); free(hy); bufs_free(&b);
+        }
+    }
+    printf("  epilogues (bias + act forward, act' dinp; 4 acts x 4 shapes), %s: %s\n", tf32 ? "TF32" : "FP32",
+           failed ? "FAIL" : "ok");
+    return failed == 0;
+}
+
+// ----------------------------------------------------------------------------
+// timing: median over REPS of (events around INNER back-to-back launches) / INNER
+
+#define REPS 30
+#define INNER 10
+static float time_version(int v, Bufs* b) {
+    cudaEvent_t e0, e1;
+    cudaCheck(cudaEventCreate(&e0)); cudaCheck(cudaEventCreate(&e1));
+    for (int i = 0; i < 5; i++) run_version(v, b->C, b->A, b->B, &b->p, b->scratch, 0);
+    float t[REPS];
+    for (int r = 0; r < REPS; r++) {
+        cudaCheck(cudaEventRecord(e0));
+        for (int i = 0; i < INNER; i++) run_version(v, b->C, b->A, b->B, &b->p, b->scratch, 0);
+        cudaCheck(cudaEventRecord(e1));
+        cudaCheck(cudaEventSynchronize(e1));
+        cudaCheck(cudaEventElapsedTime(&t[r], e0, e1));
+        t[r] /= INNER;
+    }
+    cudaCheck(cudaEventDestroy(e0)); cudaCheck(cudaEventDestroy(e1));
+    return median(t, REPS);
+}
+
+// ----------------------------------------------------------------------------
+
+static const int bench_layers[4][2] = {{784, 128}, {784, 1024}, {1024, 1024}, {1024, 10}};
+static const int bench_batches[2] = {64, 256};
+#define NPROB 24
+
+static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product
+    int bi = i / 12, li = (i / 3) % 4, prod = i % 3;
+    return make_problem(bench_batches[bi], bench_layers[li][0], bench_layers[li][1], prod);
+}
+
+static void sweep(void) {
+    printf("\nsweep: every tile configuration of versions 5 and 6 (ms per call, median); * = the heuristic's pick\n");
+    for (int i = 0; i < NPROB; i++) {
+        Problem p = bench_problem(i);
+        Bufs b; bufs_init(&b, p, 0);
+        printf("%-7s B=%-3d %4d->%-4d M %4d N %4d K %4d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
+        for (int tf32 = 0; tf32 < 2; tf32++) {
+            MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
+            int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
+            printf(tf32 ? " TF32:" : " FP32:");
+            for (int c = 0; c < ncfg; c++) {
+                int split_opts[4] = {1, 2, 4, 8};
+                int nsplit = p.prod == PROD_DWEIGHT ? 4 : 1;
+                for (int si = 0; si < nsplit; si++) {
+                    if (split_opts[si] > 1 && p.K / split_opts[si] < 32) continue;
+                    matmul_fast_force_cfg = c;
+                    matmul_fast_force_splits = split_opts[si];
+                    float ms = time_version(tf32 ? 6 : 5, &b);
+                    int is_pick = c == pick.cfg && (p.prod != PROD_DWEIGHT || pick.splits == split_opts[si]);
+                    printf(" c%d/s%d %.4f%s", c, split_opts[si], ms, is_pick ? "*" : "");
+                }
+            }
+            matmul_fast_force_cfg = -1;
+            matmul_fast_force_splits = 0;
+        }
+        printf("\n");
+        bufs_free(&b);
+    }
+    printf("configs FP32:");
+    for (int c = 0; c < MF_NUM_FP32_CFGS; c++) printf(" c%d %s;", c, mf_fp32_cfgs[c].name);
+    printf("\nconfigs TF32:");
+    for (int c = 0; c < MF_NUM_TF32_CFGS; c++) printf(" c%d %s;", c, mf_tf32_cfgs[c].name);
+    printf("\n");
+}
+
+int main(int argc, char** argv) {
+    require_gpu_or_exit("matmul_forward");
+    print_gpu_name();
+    cublasCheck(cublasCreate(&cublas_handle));
+    cublasCheck(cublasSetMathMode(cublas_handle, CUBLAS_DEFAULT_MATH));
+    if (argc > 1 && strcmp(argv[1], "sweep") == 0) { sweep(); return EXIT_SUCCESS; }
+    int only = argc > 1 ? atoi(argv[1]) : 0;
+    if (argc > 1 && (only < 1 || only > 6)) {
+        fprintf(stderr, "usage: %s [version 1..6 | sweep] [csv path]\n", argv[0]);
+        return EXIT_FAILURE;
+    }
+    char buf[256];
+    const char* path = csv_path(argc > 2 ? argv[2] : NULL, "matmul_forward", buf, sizeof(buf));
+    int versions[8], nv = 0;
+    for (int v = 1; v <= 6; v++) if (!only || only == v) versions[nv++] = v;
+    versions[nv++] = V_CUBLAS; versions[nv++] = V_CUBLAS_TF32;
+
+    int passed = 0, failed = 0;
+    // 1. validate on odd shapes and the benchmark shapes
+    printf("\nvalidation before the benchmark (relative-norm error vs a double CPU reference, outputs NaN-poisoned):\n");
+    const int odd[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {1, 1, 1}, {256, 20, 3}, {65, 130, 129}};
+    for (int si = 0; si < 6; si++)
+        for (int prod = 0; prod < 3; prod++) {
+            Problem p = make_problem(odd[si][0], odd[si][1], odd[si][2], prod);
+            Bufs b; bufs_init(&b, p, 1);
+            for (int vi = 0; vi < nv; vi++) {
+                int ok = validate_one(versions[vi], &b, "", 0);
+                passed += ok; failed += !ok;
+            }
+            bufs_free(&b);
+        }
+    printf("  odd shapes: %d passed, %d failed\n", passed, failed);
+    if (!only || only == 5) { int ok = validate_epilogues(0); passed += ok; failed += !ok; }
+    if (!only || only == 6) { int ok = validate_epilogues(1); passed += ok; failed += !ok; }
+
+    // 2. benchmark shapes: validate, time, validate again
+    FILE* csv = fopenCheck(path, "w");
+    fprintf(csv, "version,name,prod,B,IN,OUT,M,N,K,ms,tflops,pct_of_cublas\n");
+    float ms_all[NPROB][9];
+    memset(ms_all, 0, sizeof(ms_all));
+    printf("\nbenchmark (ms per call: median of %d x %d back-to-back launches; TFLOP/s = 2MNK / time)\n", REPS, INNER);
+    for (int i = 0; i < NPROB; i++) {
+        Problem p = bench_problem(i);
+        Bufs b; bufs_init(&b, p, 1);
+        for (int vi = 0; vi < nv; vi++) {
+            int v = versions[vi];
+            int ok = validate_one(v, &b, " (before)", 0);
+            ms_all[i][v] = time_version(v, &b);
+            ok = validate_one(v, &b, " (after)", 0) && ok;
+            passed += ok; failed += !ok;
+        }
+        double flop = 2.0 * p.M * p.N * p.K;
+        for (int vi = 0; vi < nv; vi++) {
+            int v = versions[vi];
+            float base = ms_all[i][version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS];
+            fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.6f,%.3f,%.1f\n", v, version_name(v), prod_names[p.prod], p.Bsz,
+                    p.IN, p.OUT, p.M, p.N, p.K, ms_all[i][v], flop / ms_all[i][v] * 1e-9, 100.0 * base / ms_all[i][v]);
+        }
+        bufs_free(&b);
+    }
+    fclose(csv);
+
+    // 3. tables
+    printf("\n| product | B | IN->OUT | M x N x K |");
+    for (int vi = 0; vi < nv; vi++) printf(" %s |", version_name(versions[vi]));
+    printf("\n|---|---|---|---|");
+    for (int vi = 0; vi < nv; vi++) printf("---|");
+    printf("\n");
+    for (int i = 0; i < NPROB; i++) {
+        Problem p = bench_problem(i);
+        double flop = 2.0 * p.M * p.N * p.K;
+        printf("| %s | %d | %d->%d | %dx%dx%d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
+        for (int vi = 0; vi < nv; vi++) {
+            int v = versions[vi];
+            float base = ms_all[i][version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS];
+            if (v >= V_CUBLAS) printf(" %.4f ms %.1f TF |", ms_all[i][v], flop / ms_all[i][v] * 1e-9);
+            else printf(" %.4f ms %.1f TF %.0f%% |", ms_all[i][v], flop / ms_all[i][v] * 1e-9, 100.0 * base / ms_all[i][v]);
+        }
+        printf("\n");
+    }
+    if (!only || only >= 5) {
+        printf("\nsummary: the shipped kernels vs cuBLAS (%% = cuBLAS time / ours; TF32 vs cuBLAS TF32)\n");
+        printf("| product | B | IN->OUT | cuBLAS FP32 ms | v5 FP32 ms | v5 %% | cuBLAS TF32 ms | v6 TF32 ms | v6 %% |\n");
+        printf("|---|---|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < NPROB; i++) {
+            Problem p = bench_problem(i);
+            float c32 = ms_all[i][V_CUBLAS], ct = ms_all[i][V_CUBLAS_TF32], v5 = ms_all[i][5], v6 = ms_all[i][6];
+            printf("| %s | %d | %d->%d | %.4f | %.4f | %.0f%% | %.4f | %.4f | %.0f%% |\n", prod_names[p.prod], p.Bsz, p.IN,
+                   p.OUT, c32, v5, v5 > 0 ? 100.0 * c32 / v5 : 0.0, ct, v6, v6 > 0 ? 100.0 * ct / v6 : 0.0);
+        }
+    }
+    printf("wrote %s\n", path);
+    cublasCheck(cublasDestroy(cublas_handle));
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
