@@ -148,6 +148,8 @@ int main(int argc, char** argv) {
         char cpu_field[32] = "";   // empty where the CPU was skipped
         if (cpu_on) snprintf(cpu_field, sizeof(cpu_field), "%.6f", cpu_ms);
         fprintf(csv, "matmul,%d,%s,%.6f,%.6f,%.6f,%d,%s\n", N, cpu_field, k_ms, tot_ms, cb_ms, threads, note);
+        fflush(csv);   // a row at a time: a run cut short keeps what it measured
+        fflush(stdout);
         cudaCheck(cudaFree(dA)); cudaCheck(cudaFree(dB)); cudaCheck(cudaFree(dC)); cudaCheck(cudaFree(dR));
         cudaCheck(cudaFreeHost(A)); cudaCheck(cudaFreeHost(B)); cudaCheck(cudaFreeHost(C)); free(ref);
     }
