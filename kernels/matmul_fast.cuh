@@ -23,18 +23,22 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
 - FP32: each thread owns a TM x TN block of C (register blocking), read from shared memory as float4.
 - TF32 (tf32=1): each warp owns a WM x WN block of C made of 16x8 mma.sync.m16n8k8 tiles; inputs
   are rounded to TF32 with cvt.rna.tf32.f32 when they are stored to shared memory.
-- The tile size is chosen per shape so the grid fills the GPU's multiprocessors. dweight may also
-  split K (its K is the batch): each split writes its own partial buffer in scratch and a second
-  kernel adds them in a fixed order. No atomics anywhere: results are bitwise reproducible.
+- The tile size is chosen per shape so the grid fills the GPU's multiprocessors. Where the output
+  is too small for that (784 -> 128 at batch 64), K is split: on sm_90 the K slices of a tile run as
+  one thread-block cluster and add their partial tiles through distributed shared memory, always
+  in the order 0, 1, .., S-1. (Before sm_90, dweight alone splits K, through partial buffers in
+  `scratch` and a reduce kernel.) No atomics anywhere: results are bitwise reproducible.
 - Any sizes work (B = 1, widths like 37): tails are bounds-checked, out-of-range inputs read as 0.
 - The launchers only enqueue kernels (no allocation, no synchronisation), so they can be captured
   into a CUDA graph. Every launch is checked with cudaGetLastError.
 */
 #pragma once
 #include <cuda_runtime.h>
+#include <cooperative_groups.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 
 // ----------------------------------------------------------------------------
 // utilities
@@ -165,6 +169,32 @@ struct MfTileLoader {
 };
 
 // ----------------------------------------------------------------------------
+// split-K inside a thread-block cluster (Hopper, sm_90): the S blocks of a cluster compute the same
+// output tile over S slices of K, each leaves its partial tile in its own shared memory (red, BM x BN),
+// then block r adds up elements [r*BM*BN/S, (r+1)*BM*BN/S) over the S partials, always in the order
+// 0, 1, ..., S-1, through distributed shared memory, and applies the epilogue. No scratch in global
+// memory, no atomics: the result is the same every run.
+
+template<int BM, int BN, int NT>
+__device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, int n0, int M, int N,
+                                                  const MatmulFastEpi& epi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();   // every partial tile is in shared memory
+    const int S = (int)cluster.num_blocks(), r = (int)cluster.block_rank();
+    const int per = BM * BN / S;
+    for (int e = r * per + (int)threadIdx.x; e < (r + 1) * per; e += NT) {
+        const int m = m0 + e / BN, n = n0 + e % BN;
+        float v = 0.0f;
+        for (int z = 0; z < S; z++) v += cluster.map_shared_rank(red, z)[e];
+        if (m < M && n < N) C[(size_t)m * N + n] = mf_epilogue(v, m, n, N, epi);
+    }
+    cluster.sync();   // no block leaves while another still reads its shared memory
+#endif
+}
+
+// ----------------------------------------------------------------------------
 // FP32 kernel: block tile BM x BN, K in steps of BK, each thread a TM x TN register block.
 // A_KC: A is (M, K) row-major, else (K, M). B_KC: B is (N, K) row-major, else (K, N).
 // C is (M, N); blockIdx.z is the K split, which writes C + z * M * N (raw) when gridDim.z > 1.
@@ -174,13 +204,13 @@ struct MfTileLoader {
 template<int BM, int BN, int BK, int TM, int TN, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
-                        int M, int N, int K, int kchunk, int vec, MatmulFastEpi epi) {
+                        int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
     constexpr int NT = (BM / TM) * (BN / TN);
     constexpr int PAD = 4;
     constexpr int SA = BM + PAD, SB = BN + PAD;
     constexpr int RM = BM * 4 / TM, RN = BN * 4 / TN;   // stride between a thread's float4 groups
-    __shared__ __align__(16) float As[2][BK * SA];
-    __shared__ __align__(16) float Bs[2][BK * SB];
+    constexpr int SMEM = 2 * BK * (SA + SB) > BM * BN ? 2 * BK * (SA + SB) : BM * BN;
+    __shared__ __align__(16) float smem[SMEM];   // As[2][BK*SA], Bs[2][BK*SB]; the cluster reduction reuses it
 
     const int tid = threadIdx.x;
     const int tx = tid % (BN / TN), ty = tid / (BN / TN);
@@ -202,8 +232,8 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     if (ntiles > 0) {
         la.load(A, M, lda, m0, kbeg, kend, tid, vec);
         lb.load(B, N, ldb, n0, kbeg, kend, tid, vec);
-        la.template store<SA, false>(As[0], tid);
-        lb.template store<SB, false>(Bs[0], tid);
+        la.template store<SA, false>((smem + (0) * BK * SA), tid);
+        lb.template store<SB, false>((smem + 2 * BK * SA + (0) * BK * SB), tid);
         __syncthreads();
     }
     for (int t = 0; t < ntiles; t++) {
@@ -212,8 +242,8 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
             la.load(A, M, lda, m0, kbeg + (t + 1) * BK, kend, tid, vec);
             lb.load(B, N, ldb, n0, kbeg + (t + 1) * BK, kend, tid, vec);
         }
-        const float* as = As[buf];
-        const float* bs = Bs[buf];
+        const float* as = (smem + (buf) * BK * SA);
+        const float* bs = (smem + 2 * BK * SA + (buf) * BK * SB);
         #pragma unroll
         for (int k = 0; k < BK; k++) {
             float a[TM], b[TN];
@@ -233,10 +263,21 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         if (t + 1 < ntiles) {
-            la.template store<SA, false>(As[buf ^ 1], tid);
-            lb.template store<SB, false>(Bs[buf ^ 1], tid);
+            la.template store<SA, false>((smem + (buf ^ 1) * BK * SA), tid);
+            lb.template store<SB, false>((smem + 2 * BK * SA + (buf ^ 1) * BK * SB), tid);
         }
         __syncthreads();
+    }
+
+    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int g = 0; g < TN / 4; g++)
+                *reinterpret_cast<float4*>(&smem[((i / 4) * RM + ty * 4 + (i % 4)) * BN + g * RN + tx * 4]) =
+                    make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
+        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, epi);
+        return;
     }
 
     // epilogue
@@ -283,13 +324,13 @@ __device__ __forceinline__ void mf_mma_tf32(float* c, const uint32_t* a, const u
 template<int BM, int BN, int BK, int WM, int WN, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
-                        int M, int N, int K, int kchunk, int vec, MatmulFastEpi epi) {
+                        int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
     constexpr int NT = (BM / WM) * (BN / WN) * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
     constexpr int PAD = 8;
     constexpr int SA = BM + PAD, SB = BN + PAD;
-    __shared__ __align__(16) float As[2][BK * SA];
-    __shared__ __align__(16) float Bs[2][BK * SB];
+    constexpr int SMEM = 2 * BK * (SA + SB) > BM * BN ? 2 * BK * (SA + SB) : BM * BN;
+    __shared__ __align__(16) float smem[SMEM];   // As[2][BK*SA], Bs[2][BK*SB]; the cluster reduction reuses it
 
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
@@ -315,8 +356,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     if (ntiles > 0) {
         la.load(A, M, lda, m0, kbeg, kend, tid, vec);
         lb.load(B, N, ldb, n0, kbeg, kend, tid, vec);
-        la.template store<SA, true>(As[0], tid);
-        lb.template store<SB, true>(Bs[0], tid);
+        la.template store<SA, true>((smem + (0) * BK * SA), tid);
+        lb.template store<SB, true>((smem + 2 * BK * SA + (0) * BK * SB), tid);
         __syncthreads();
     }
     for (int t = 0; t < ntiles; t++) {
@@ -325,8 +366,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
             la.load(A, M, lda, m0, kbeg + (t + 1) * BK, kend, tid, vec);
             lb.load(B, N, ldb, n0, kbeg + (t + 1) * BK, kend, tid, vec);
         }
-        const float* as = As[buf];
-        const float* bs = Bs[buf];
+        const float* as = (smem + (buf) * BK * SA);
+        const float* bs = (smem + 2 * BK * SA + (buf) * BK * SB);
         #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             uint32_t af[MI][4], bf[NI][2];
@@ -350,10 +391,23 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 for (int j = 0; j < NI; j++) mf_mma_tf32(acc[i][j], af[i], bf[j]);
         }
         if (t + 1 < ntiles) {
-            la.template store<SA, true>(As[buf ^ 1], tid);
-            lb.template store<SB, true>(Bs[buf ^ 1], tid);
+            la.template store<SA, true>((smem + (buf ^ 1) * BK * SA), tid);
+            lb.template store<SB, true>((smem + 2 * BK * SA + (buf ^ 1) * BK * SB), tid);
         }
         __syncthreads();
+    }
+
+    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+        #pragma unroll
+        for (int i = 0; i < MI; i++)
+            #pragma unroll
+            for (int h = 0; h < 2; h++)
+                #pragma unroll
+                for (int j = 0; j < NI; j++)
+                    *reinterpret_cast<float2*>(&smem[(wm + i * 16 + g + h * 8) * BN + wn + j * 8 + 2 * q]) =
+                        make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, epi);
+        return;
     }
 
     float* Cz = C + (size_t)blockIdx.z * M * N;
@@ -420,20 +474,23 @@ typedef struct { int bm, bn, bk; float eff; const char* name; } MatmulFastCfg;
 #define MF_NUM_FP32_CFGS 4
 #define MF_NUM_TF32_CFGS 3
 static const MatmulFastCfg mf_fp32_cfgs[MF_NUM_FP32_CFGS] = {
-    { 64, 128, 16, 1.00f, "64x128x16 t8x8"},
+    { 64, 128, 16, 0.60f, "64x128x16 t8x8"},
     { 64,  64, 16, 0.80f, "64x64x16 t4x4"},
-    { 32,  64, 32, 0.70f, "32x64x32 t4x4"},
-    { 32,  32, 32, 0.50f, "32x32x32 t4x4"},
+    { 32,  64, 32, 1.00f, "32x64x32 t4x4"},
+    { 32,  32, 32, 0.90f, "32x32x32 t4x4"},
 };
 static const MatmulFastCfg mf_tf32_cfgs[MF_NUM_TF32_CFGS] = {
     { 64,  64, 32, 1.00f, "64x64x32 w32x32"},
-    { 32,  64, 32, 0.75f, "32x64x32 w16x32"},
-    { 32,  32, 32, 0.50f, "32x32x32 w16x16"},
+    { 32,  64, 32, 0.90f, "32x64x32 w16x32"},
+    { 32,  32, 32, 0.80f, "32x32x32 w16x16"},
 };
 static int matmul_fast_force_cfg = -1;     // dev only: -1 = choose by shape
-static int matmul_fast_force_splits = 0;   // dev only: 0 = choose by shape (dweight only)
+static int matmul_fast_force_splits = 0;   // dev only: 0 = choose by shape
 
-typedef struct { int cfg; int splits; int kchunk; } MatmulFastPlan;
+// splits > 1: K is cut in splits chunks of kchunk; cluster = 1: the splits of a tile form a thread-block
+// cluster and reduce in distributed shared memory (sm_90); cluster = 0: each split writes a partial
+// buffer in scratch and matmul_fast_splitk_reduce_kernel adds them (only dweight has a scratch)
+typedef struct { int cfg; int splits; int kchunk; int cluster; } MatmulFastPlan;
 
 static int mf_num_sms(void) {
     static int sms = 0;
@@ -445,13 +502,26 @@ static int mf_num_sms(void) {
     return sms;
 }
 
-// Cost model: the busiest multiprocessor gets ceil(blocks / SMs) tiles of BM*BN outputs, and a
-// smaller tile does less work per loaded byte (eff). Take the cheapest; ties go to the larger tile.
-static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int allow_split) {
+static int mf_has_clusters(void) {   // compute capability 9.0 or newer
+    static int cc = -1;
+    if (cc < 0) {
+        int dev = 0;
+        MF_CHECK(cudaGetDevice(&dev));
+        MF_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
+    }
+    return cc >= 9;
+}
+
+// Tile: the busiest multiprocessor gets ceil(blocks / SMs) tiles of BM*BN outputs; eff (measured on an
+// H200 by `dev/cuda/matmul_forward sweep`) says how fast a tile size runs. Cheapest wins.
+// Splits: while the grid has fewer than two blocks per SM, double the K splits (up to 8, the portable
+// cluster size), keeping at least two BK steps per split: the loop over K is a chain of dependent
+// tile loads, and short outputs with long K (784 -> 128 at batch 64) are latency-bound on it.
+static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int have_scratch) {
     const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
     const int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
     const int sms = mf_num_sms();
-    MatmulFastPlan p = {0, 1, K};
+    MatmulFastPlan p = {0, 1, K, 0};
     if (matmul_fast_force_cfg >= 0 && matmul_fast_force_cfg < ncfg) {
         p.cfg = matmul_fast_force_cfg;
     } else {
@@ -462,25 +532,28 @@ static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int allow_split) {
             if (cost < best) { best = cost; p.cfg = c; }
         }
     }
-    if (allow_split) {
-        const int bk = cfgs[p.cfg].bk;
-        long blocks = (long)mf_ceil_div(M, cfgs[p.cfg].bm) * mf_ceil_div(N, cfgs[p.cfg].bn);
-        int splits = 1;
-        if (matmul_fast_force_splits > 0) splits = matmul_fast_force_splits;
-        else if (blocks * 2 <= sms) {   // less than half the GPU busy: split K, chunks of >= 64
-            splits = (int)(sms / blocks);
-            int maxs = K / 64;
-            if (splits > maxs) splits = maxs;
-            if (splits > 16) splits = 16;
-            if (splits < 1) splits = 1;
-        }
-        if (splits > 1) {
-            int chunk = mf_ceil_div(mf_ceil_div(K, splits), bk) * bk;
-            p.splits = mf_ceil_div(K, chunk);
-            p.kchunk = chunk;
-        }
-        if (p.splits <= 1) { p.splits = 1; p.kchunk = K; }
+    const int cluster = mf_has_clusters();
+    if (!cluster && !have_scratch) return p;
+    const int bk = cfgs[p.cfg].bk;
+    const long blocks = (long)mf_ceil_div(M, cfgs[p.cfg].bm) * mf_ceil_div(N, cfgs[p.cfg].bn);
+    int splits = 1;
+    if (matmul_fast_force_splits > 0) {
+        splits = matmul_fast_force_splits;
+    } else {
+        while (splits < 8 && blocks * splits * 2 <= 2L * sms && K / (splits * 2) >= 2 * bk) splits *= 2;
     }
+    if (cluster && splits > 8) splits = 8;
+    if (splits > 1) {
+        int chunk = mf_ceil_div(mf_ceil_div(K, splits), bk) * bk;
+        if (cluster) {   // a cluster always has `splits` blocks; trailing ones may get an empty slice
+            p.splits = splits;
+        } else {
+            p.splits = mf_ceil_div(K, chunk);
+        }
+        p.kchunk = chunk;
+        p.cluster = cluster;
+    }
+    if (p.splits <= 1) { p.splits = 1; p.kchunk = K; p.cluster = 0; }
     return p;
 }
 
@@ -489,13 +562,26 @@ static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int allow_split) {
 
 template<bool A_KC, bool B_KC>
 static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float* A, const float* B,
-                             int M, int N, int K, int kchunk, int vec, MatmulFastEpi epi, cudaStream_t s) {
-#define MF_FP32(BM, BN, BK, TM, TN) \
-    matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, A_KC, B_KC> \
-        <<<grid, (BM / TM) * (BN / TN), 0, s>>>(C, A, B, M, N, K, kchunk, vec, epi)
-#define MF_TF32(BM, BN, BK, WM, WN) \
-    matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, A_KC, B_KC> \
-        <<<grid, (BM / WM) * (BN / WN) * 32, 0, s>>>(C, A, B, M, N, K, kchunk, vec, epi)
+                             int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi, cudaStream_t s) {
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof(lc));
+    cudaLaunchAttribute attr[1];
+    lc.gridDim = grid;
+    lc.stream = s;
+    if (cluster) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = grid.z;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+#define MF_FP32(BM, BN, BK, TM, TN) do { lc.blockDim = dim3((BM / TM) * (BN / TN)); \
+    MF_CHECK(cudaLaunchKernelEx(&lc, matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, A_KC, B_KC>, \
+                                C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
+#define MF_TF32(BM, BN, BK, WM, WN) do { lc.blockDim = dim3((BM / WM) * (BN / WN) * 32); \
+    MF_CHECK(cudaLaunchKernelEx(&lc, matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, A_KC, B_KC>, \
+                                C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
     if (!tf32) {   // keep in step with mf_fp32_cfgs
         switch (cfg) {
             case 0: MF_FP32(64, 128, 16, 8, 8); break;
@@ -529,11 +615,12 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
                      && mf_aligned16(C) && (epi.aux == NULL || mf_aligned16(epi.aux))
                      && (scratch == NULL || mf_aligned16(scratch));
     dim3 grid(mf_ceil_div(N, cfgs[p.cfg].bn), mf_ceil_div(M, cfgs[p.cfg].bm), p.splits);
-    float* out = p.splits > 1 ? scratch : C;
+    const int via_scratch = p.splits > 1 && !p.cluster;
+    float* out = via_scratch ? scratch : C;
     MatmulFastEpi e = epi;
-    if (p.splits > 1) e.kind = MF_EPI_RAW;
-    mf_launch_kernel<A_KC, B_KC>(tf32, p.cfg, grid, out, A, B, M, N, K, p.kchunk, vec ? 1 : 0, e, s);
-    if (p.splits > 1) {
+    if (via_scratch) e.kind = MF_EPI_RAW;
+    mf_launch_kernel<A_KC, B_KC>(tf32, p.cfg, grid, out, A, B, M, N, K, p.kchunk, vec ? 1 : 0, p.cluster, e, s);
+    if (via_scratch) {
         const size_t MN = (size_t)M * N;
         const int threads = 256;
         if (vec) {
@@ -575,7 +662,7 @@ static size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
     size_t need = 0;
     for (int tf32 = 0; tf32 < 2; tf32++) {
         MatmulFastPlan p = mf_plan(OUT, IN, B, tf32, 1);
-        if (p.splits > 1) {
+        if (p.splits > 1 && !p.cluster) {
             size_t n = (size_t)p.splits * OUT * IN;
             if (n > need) need = n;
         }

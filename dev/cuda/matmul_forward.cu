@@ -14,7 +14,9 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
   3: shared-memory tiling: 32x32 tiles of A and B staged in shared memory, one output per thread
   4: 2D register blocking: 64x64 tiles, each thread a 4x4 block of C kept in registers
   5: kernels/matmul_fast.cuh in FP32: float4 loads, double-buffered shared memory, 8x8 or 4x4
-     register blocks, tile size picked per shape to fill the SMs, split-K (deterministic) for dweight
+     register blocks, tile size picked per shape to fill the SMs, and split-K where the output is
+     small: the K slices of a tile run as one thread-block cluster and add up their partial tiles
+     through distributed shared memory in a fixed order (deterministic, no scratch, no atomics)
   6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna
   cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32)
 
@@ -390,7 +392,8 @@ static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product
 }
 
 static void sweep(void) {
-    printf("\nsweep: every tile configuration of versions 5 and 6 (ms per call, median); * = the heuristic's pick\n");
+    printf("\nsweep: every tile configuration (c) and K split (s) of versions 5 and 6 (ms per call, median);"
+           " * = the heuristic's pick\n");
     for (int i = 0; i < NPROB; i++) {
         Problem p = bench_problem(i);
         Bufs b; bufs_init(&b, p, 0);
@@ -401,13 +404,12 @@ static void sweep(void) {
             printf(tf32 ? " TF32:" : " FP32:");
             for (int c = 0; c < ncfg; c++) {
                 int split_opts[4] = {1, 2, 4, 8};
-                int nsplit = p.prod == PROD_DWEIGHT ? 4 : 1;
-                for (int si = 0; si < nsplit; si++) {
+                for (int si = 0; si < 4; si++) {
                     if (split_opts[si] > 1 && p.K / split_opts[si] < 32) continue;
                     matmul_fast_force_cfg = c;
                     matmul_fast_force_splits = split_opts[si];
                     float ms = time_version(tf32 ? 6 : 5, &b);
-                    int is_pick = c == pick.cfg && (p.prod != PROD_DWEIGHT || pick.splits == split_opts[si]);
+                    int is_pick = c == pick.cfg && pick.splits == split_opts[si];
                     printf(" c%d/s%d %.4f%s", c, split_opts[si], ms, is_pick ? "*" : "");
                 }
             }
