@@ -361,12 +361,18 @@ static int validate_epilogues(int tf32) {
 // ----------------------------------------------------------------------------
 // timing: median over REPS of (events around INNER back-to-back launches) / INNER
 
-#define REPS 30
+#define REPS 50
 #define INNER 10
 static float time_version(int v, Bufs* b) {
     cudaEvent_t e0, e1;
     cudaCheck(cudaEventCreate(&e0)); cudaCheck(cudaEventCreate(&e1));
-    for (int i = 0; i < 5; i++) run_version(v, b->C, b->A, b->B, &b->p, b->scratch, 0);
+    // warm-up: launch for at least 20 ms, so the SM clock has ramped up from idle (an H200 idles at a
+    // few hundred MHz; a handful of 10 us launches would be timed before it reaches 1980 MHz)
+    double w0 = wall_ms();
+    do {
+        for (int i = 0; i < 20; i++) run_version(v, b->C, b->A, b->B, &b->p, b->scratch, 0);
+        cudaCheck(cudaDeviceSynchronize());
+    } while (wall_ms() - w0 < 20.0);
     float t[REPS];
     for (int r = 0; r < REPS; r++) {
         cudaCheck(cudaEventRecord(e0));
