@@ -53,7 +53,7 @@ else
   GPU_ARCH := 90
   ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
 endif
-NVCCFLAGS += -gencode arch=compute_$(GPU_ARCH),code=[sm_$(GPU_ARCH),compute_$(GPU_ARCH)] -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function"
+NVCCFLAGS += -gencode arch=compute_$(GPU_ARCH),code=[sm_$(GPU_ARCH),compute_$(GPU_ARCH)] -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function -Wno-format-truncation"
 ifeq ($(HAVE_OMP),1)
   CUDA_LDLIBS = $(LDLIBS) -lgomp
 else

@@ -32,7 +32,7 @@ which is why the arithmetic type is spelled `real` (float everywhere else).
 
 #include "common/args.h"   // Config, the flag table, param_layout
 #include "common/log.h"    // settings box, step log, CSV log
-#include "common/rng.h"    // seeded xoshiro256**: init and shuffling
+#include "common/rng.h"    // xoshiro256** for shuffling, Philox for the initial weights
 #include "common/utils.h"  // checked allocation and I/O, die()
 #include "data/idx.h"      // MNIST-format IDX reader
 
@@ -223,15 +223,14 @@ void model_cpu_free(ModelCPU *m) {
     free(m->labels);
 }
 
-// nn.Linear's default init: W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)]
+// nn.Linear's default init: W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)]. Element i of the
+// flat buffer is drawn from Philox subsequence i of the seed, as the GPU does with cuRAND.
 void model_cpu_init_params(ModelCPU *m, uint64_t seed) {
-    Rng rng;
-    rng_seed(&rng, seed, 0);
     for (int l = 0; l < m->L; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
-        real bound = 1 / sqrt((real)IN);
-        for (size_t i = 0; i < (size_t)OUT * IN; i++) m->params[m->w_off[l] + i] = (2 * rng_uniform(&rng) - 1) * bound;
-        for (int i = 0; i < OUT; i++) m->params[m->b_off[l] + i] = (2 * rng_uniform(&rng) - 1) * bound;
+        float bound = 1.0f / sqrtf((float)IN);
+        size_t first = m->w_off[l], count = (size_t)OUT * IN + OUT;  // W then b, contiguous
+        for (size_t i = first; i < first + count; i++) m->params[i] = uniform_weight(philox_u32(seed, i), bound);
     }
 }
 

@@ -72,12 +72,12 @@ typedef struct {
 #define CFG(field) offsetof(Config, field)
 static const ArgSpec ARGS[] = {
     {'d', "DIR", ARG_STRING, CFG(data_dir), 0, 0, 0,
-     "dataset directory with MNIST's four IDX files, raw or .gz (default: data/mnist, then "
-     "data/fashion-mnist, then /usr/share/datasets/fashion-mnist)"},
+     "dataset directory with MNIST's four IDX files, raw or .gz; auto = the first of data/mnist, "
+     "data/fashion-mnist, /usr/share/datasets/fashion-mnist"},
     {'m', "SIZES", ARG_LAYERS, CFG(sizes), 1, MAX_WIDTH, 0,
      "layer sizes, input first, comma-separated"},
     {'a', "ACT", ARG_ACT, CFG(act), 0, 2, 0, "hidden activation: sigmoid, relu or tanh"},
-    {'b', "INT", ARG_INT, CFG(batch), 1, 65536, 0, "batch size"},
+    {'b', "INT", ARG_INT, CFG(batch), 1, 32768, 0, "batch size"},
     {'l', "FLOAT", ARG_FLOAT, CFG(lr), 1e-12, 1e3, 0, "learning rate"},
     {'k', "FLOAT", ARG_FLOAT, CFG(momentum), 0, 0.999999, 0, "SGD momentum, in [0, 1)"},
     {'w', "FLOAT", ARG_FLOAT, CFG(weight_decay), 0, 0.999999, 0, "weight decay (L2), in [0, 1)"},
@@ -265,7 +265,7 @@ static inline void format_value(const Config *c, const ArgSpec *a, char *out, si
     case ARG_INT: snprintf(out, n, "%d", *(const int *)base); break;
     case ARG_U64: snprintf(out, n, "%llu", (unsigned long long)*(const uint64_t *)base); break;
     case ARG_FLOAT: snprintf(out, n, "%g", *(const float *)base); break;
-    case ARG_STRING: snprintf(out, n, "%s", base[0] ? base : "(auto)"); break;
+    case ARG_STRING: snprintf(out, n, "%s", base[0] ? base : "auto"); break;
     case ARG_ACT: snprintf(out, n, "%s", ACT_NAMES[c->act]); break;
     case ARG_LAYERS: {
         size_t k = 0;

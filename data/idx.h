@@ -51,39 +51,36 @@ static inline long long idx_gzread_all(gzFile g, uint8_t *dst, size_t n) {
     return (long long)done;
 }
 
-// Reads one IDX file of unsigned bytes with ndims dimensions (3: images, 1: labels).
-// On success *data is malloc'ed and dims[0..ndims-1] are set.
-static inline int idx_read(const char *path, int ndims, uint8_t **data, uint32_t *dims, char *err, size_t errlen) {
-    *data = NULL;
-    gzFile g = gzopen(path, "rb");
-    if (!g) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-        return -1;
-    }
-    int rc = -1;
+static inline int idx_gzip_error(gzFile g, const char *path, char *err, size_t errlen) {
+    int zerr;
+    const char *msg = gzerror(g, &zerr);
+    const char *colon = strstr(msg, ": ");  // zlib prefixes the path; say it once
+    snprintf(err, errlen, "%s: corrupt gzip data: %s", path, colon ? colon + 2 : msg);
+    return -1;
+}
+
+// The body of idx_read, on an open file: every return but the last is a failure.
+static inline int idx_read_open(gzFile g, const char *path, int ndims, uint8_t **data, uint32_t *dims, char *err,
+                                size_t errlen) {
     uint8_t head[16];
     size_t head_len = 4 + 4 * (size_t)ndims;
     long long got = idx_gzread_all(g, head, head_len);
-    if (got < 0) {
-        int zerr;
-        snprintf(err, errlen, "%s: corrupt gzip data: %s", path, gzerror(g, &zerr));
-        goto done;
-    }
+    if (got < 0) return idx_gzip_error(g, path, err, errlen);
     if (got < 4) {
-        snprintf(err, errlen, "%s: truncated header: the file has %lld bytes, an IDX header needs %zu",
-                 path, got, head_len);
-        goto done;
+        snprintf(err, errlen, "%s: truncated header: the file has %lld bytes, an IDX header needs %zu", path, got,
+                 head_len);
+        return -1;
     }
     uint32_t magic = ((uint32_t)head[0] << 24) | ((uint32_t)head[1] << 16) | ((uint32_t)head[2] << 8) | head[3];
     uint32_t want = 0x00000800u | (uint32_t)ndims;
     if (magic != want) {
         snprintf(err, errlen, "%s: wrong magic number 0x%08x, expected 0x%08x (%s)", path, magic, want,
                  ndims == 3 ? "IDX unsigned-byte images, 3 dimensions" : "IDX unsigned-byte labels, 1 dimension");
-        goto done;
+        return -1;
     }
     if ((size_t)got < head_len) {
         snprintf(err, errlen, "%s: truncated header: %lld of its %zu bytes", path, got, head_len);
-        goto done;
+        return -1;
     }
     size_t total = 1;
     for (int d = 0; d < ndims; d++) {
@@ -91,36 +88,44 @@ static inline int idx_read(const char *path, int ndims, uint8_t **data, uint32_t
         dims[d] = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
         if (dims[d] == 0) {
             snprintf(err, errlen, "%s: dimension %d is zero: the file holds no items", path, d);
-            goto done;
+            return -1;
         }
         if (mul_overflows(total, dims[d], &total) || total > IDX_MAX_BYTES) {
             snprintf(err, errlen, "%s: dimensions too large: their product exceeds %zu bytes", path, IDX_MAX_BYTES);
-            goto done;
+            return -1;
         }
     }
     *data = (uint8_t *)malloc(total);
     if (!*data) {
         snprintf(err, errlen, "%s: out of host memory for %zu bytes", path, total);
-        goto done;
+        return -1;
     }
     got = idx_gzread_all(g, *data, total);
-    if (got < 0) {
-        int zerr;
-        snprintf(err, errlen, "%s: corrupt gzip data: %s", path, gzerror(g, &zerr));
-        goto done;
-    }
+    if (got < 0) return idx_gzip_error(g, path, err, errlen);
     if ((size_t)got < total) {
-        snprintf(err, errlen, "%s: truncated: the header promises %zu bytes of data, the file holds %lld",
-                 path, total, got);
-        goto done;
+        snprintf(err, errlen, "%s: truncated: the header promises %zu bytes of data, the file holds %lld", path, total,
+                 got);
+        return -1;
     }
     uint8_t extra;
     if (gzread(g, &extra, 1) != 0) {
         snprintf(err, errlen, "%s: unexpected bytes after the %zu bytes of data the header promises", path, total);
-        goto done;
+        return -1;
     }
-    rc = 0;
-done:
+    return 0;
+}
+
+// Reads one IDX file of unsigned bytes with ndims dimensions (3: images, 1: labels).
+// On success *data is malloc'ed and dims[0..ndims-1] are set.
+static inline int idx_read(const char *path, int ndims, uint8_t **data, uint32_t *dims, char *err, size_t errlen) {
+    *data = NULL;
+    errno = 0;
+    gzFile g = gzopen(path, "rb");
+    if (!g) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+        return -1;
+    }
+    int rc = idx_read_open(g, path, ndims, data, dims, err, errlen);
     gzclose(g);
     if (rc != 0) {
         free(*data);

@@ -1,0 +1,98 @@
+/*
+The linear layer, simple version: one thread per output element, a plain loop over the
+shared dimension. Clear first; the fast path (kernels/matmul_fast.cuh, dev/cuda/) is
+validated against these. CPU twins: matmul_forward_cpu, matmul_backward_cpu.
+
+Shapes: B batch, IN input features, OUT output features. W is (OUT, IN) row-major, like
+PyTorch's nn.Linear, so that
+    forward   out(B,OUT)     = inp(B,IN) · W(OUT,IN)ᵀ + bias(OUT)
+    backward  dinp(B,IN)     = dout(B,OUT) · W(OUT,IN)
+              dweight(OUT,IN) = dout(B,OUT)ᵀ · inp(B,IN)
+              dbias(OUT)     = Σ_b dout(b, :)           (a column sum)
+Threads along x walk the fastest-changing index of what they write (o, i), so neighbouring
+threads of a warp read neighbouring addresses of W or inp (coalesced) wherever the loop
+allows it. Each output is summed by one thread in a fixed order: no atomics, so the result
+is the same, bit for bit, on every run.
+*/
+#ifndef MLP_MATMUL_CUH
+#define MLP_MATMUL_CUH
+
+#include "common.cuh"
+
+// one thread per out[b][o]
+__global__ void matmul_forward_kernel(float *out, const float *inp, const float *weight, const float *bias, int B,
+                                      int IN, int OUT) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    int b = blockIdx.y * blockDim.y + threadIdx.y;
+    if (b >= B || o >= OUT) return;
+    const float *x = inp + (size_t)b * IN;
+    const float *w = weight + (size_t)o * IN;
+    float sum = 0.0f;
+    for (int i = 0; i < IN; i++) sum += x[i] * w[i];
+    out[(size_t)b * OUT + o] = sum + bias[o];
+}
+
+// one thread per dinp[b][i]: the i-th column of W, weighted by the b-th row of dout
+__global__ void matmul_backward_dinp_kernel(float *dinp, const float *dout, const float *weight, int B, int IN,
+                                            int OUT) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int b = blockIdx.y * blockDim.y + threadIdx.y;
+    if (b >= B || i >= IN) return;
+    float sum = 0.0f;
+    for (int o = 0; o < OUT; o++) sum += dout[(size_t)b * OUT + o] * weight[(size_t)o * IN + i];
+    dinp[(size_t)b * IN + i] = sum;
+}
+
+// one thread per dweight[o][i]: a sum over the batch
+__global__ void matmul_backward_dweight_kernel(float *dweight, const float *dout, const float *inp, int B, int IN,
+                                               int OUT) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int o = blockIdx.y * blockDim.y + threadIdx.y;
+    if (o >= OUT || i >= IN) return;
+    float sum = 0.0f;
+    for (int b = 0; b < B; b++) sum += dout[(size_t)b * OUT + o] * inp[(size_t)b * IN + i];
+    dweight[(size_t)o * IN + i] = sum;
+}
+
+// one thread per dbias[o]: the column sum of dout
+__global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, int B, int OUT) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OUT) return;
+    float sum = 0.0f;
+    for (int b = 0; b < B; b++) sum += dout[(size_t)b * OUT + o];
+    dbias[o] = sum;
+}
+
+// ----------------------------------------------------------------------------
+// launchers
+
+static inline void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
+                                  int OUT, cudaStream_t stream) {
+    dim3 block(32, 8);
+    dim3 grid(CEIL_DIV(OUT, 32), CEIL_DIV(B, 8));
+    matmul_forward_kernel<<<grid, block, 0, stream>>>(out, inp, weight, bias, B, IN, OUT);
+    cudaCheck(cudaGetLastError());
+}
+
+// the bias gradient, used by the fast path too: a column sum reads dout once, coalesced
+static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, cudaStream_t stream) {
+    matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
+    cudaCheck(cudaGetLastError());
+}
+
+// dinp may be NULL (the first layer: its input is data, no gradient needed)
+static inline void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                                   const float *weight, int B, int IN, int OUT, cudaStream_t stream) {
+    dim3 block(32, 8);
+    if (dinp) {
+        matmul_backward_dinp_kernel<<<dim3(CEIL_DIV(IN, 32), CEIL_DIV(B, 8)), block, 0, stream>>>(dinp, dout, weight,
+                                                                                                 B, IN, OUT);
+        cudaCheck(cudaGetLastError());
+    }
+    matmul_backward_dweight_kernel<<<dim3(CEIL_DIV(IN, 32), CEIL_DIV(OUT, 8)), block, 0, stream>>>(dweight, dout, inp,
+                                                                                                   B, IN, OUT);
+    cudaCheck(cudaGetLastError());
+    matmul_backward_dbias(dbias, dout, B, OUT, stream);
+}
+
+#endif // MLP_MATMUL_CUH

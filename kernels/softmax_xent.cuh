@@ -1,0 +1,160 @@
+/*
+Softmax + cross-entropy on the logits, with its gradient, mean over the batch.
+CPU twin: softmax_xent_forward_backward_cpu.
+
+    logits (B,C), labels (B):
+    loss_b       = logsumexp(logits_b) - logits_b[label_b]        (max subtracted first: stable)
+    loss         = (1/B) Σ_b loss_b
+    dlogits(B,C) = (softmax(logits_b) - onehot(label_b)) / B
+
+The step counter. The trainer keeps the number of the current step in device memory, so
+that the same kernels, captured once into a CUDA graph, can be replayed for every step:
+gather_batch reads it to find the step's rows of the permutation, and the kernel that ends
+the step's loss computation writes the mean loss to step_losses[*step] and then advances it.
+The host reads step_losses only when it prints a log line.
+
+Versions:
+  simple: softmax_xent_forward_backward_kernel (one thread per row) then
+          loss_mean_kernel (one block sums the B losses in a fixed order: no atomics)
+  fast:   softmax_xent_fused_kernel: one block does it all, a warp per row with shuffles,
+          then the same fixed-order block sum; one launch instead of two
+  eval:   softmax_xent_eval_kernel: per-row loss and whether the argmax is the label
+*/
+#ifndef MLP_SOFTMAX_XENT_CUH
+#define MLP_SOFTMAX_XENT_CUH
+
+#include "common.cuh"
+
+#define LOSS_THREADS 256  // the one block of loss_mean_kernel and softmax_xent_fused_kernel
+
+// one thread per row
+__global__ void softmax_xent_forward_backward_kernel(float *dlogits, float *losses, const float *logits,
+                                                     const int *labels, int B, int C) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= B) return;
+    const float *z = logits + (size_t)b * C;
+    float maxz = z[0];
+    for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
+    float sum = 0.0f;
+    for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
+    int label = labels[b];
+    losses[b] = logf(sum) + maxz - z[label];
+    for (int c = 0; c < C; c++) {
+        float p = expf(z[c] - maxz) / sum;
+        dlogits[(size_t)b * C + c] = (p - (c == label ? 1.0f : 0.0f)) / B;
+    }
+}
+
+// Sums v[0..n) in one block: thread t adds v[t], v[t + blockDim], ... in order, then a tree
+// over the threads. The order is fixed, so the sum is the same on every run.
+__device__ double block_sum_fixed_order(const float *v, int n, double *shared) {
+    double s = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
+    shared[threadIdx.x] = s;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
+        __syncthreads();
+    }
+    return shared[0];
+}
+
+// step_losses[*step] = mean(losses); then ++*step. Launch with one block of LOSS_THREADS.
+__global__ void loss_mean_kernel(float *step_losses, int *step, const float *losses, int B) {
+    __shared__ double shared[LOSS_THREADS];
+    double total = block_sum_fixed_order(losses, B, shared);
+    if (threadIdx.x == 0) {
+        step_losses[*step] = (float)(total / B);
+        *step += 1;
+    }
+}
+
+// The fast version: one block, a warp per row (rows w, w + warps, ...), lanes across classes.
+__global__ void softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step,
+                                          const float *logits, const int *labels, int B, int C) {
+    __shared__ double shared[LOSS_THREADS];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (int b = warp; b < B; b += warps) {
+        const float *z = logits + (size_t)b * C;
+        float maxz = -INFINITY;
+        for (int c = lane; c < C; c += 32) maxz = fmaxf(maxz, z[c]);
+        for (int off = 16; off > 0; off /= 2) maxz = fmaxf(maxz, __shfl_xor_sync(0xffffffffu, maxz, off));
+        float sum = 0.0f;
+        for (int c = lane; c < C; c += 32) sum += expf(z[c] - maxz);
+        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        int label = labels[b];
+        for (int c = lane; c < C; c += 32) {
+            float p = expf(z[c] - maxz) / sum;
+            dlogits[(size_t)b * C + c] = (p - (c == label ? 1.0f : 0.0f)) / B;
+        }
+        if (lane == 0) losses[b] = logf(sum) + maxz - z[label];
+    }
+    __syncthreads();  // every row's loss is written before the block sums them
+    double total = block_sum_fixed_order(losses, B, shared);
+    if (threadIdx.x == 0) {
+        step_losses[*step] = (float)(total / B);
+        *step += 1;
+    }
+}
+
+// evaluation: losses[b] and correct[b] (1 when the largest logit, first on ties, is the label)
+__global__ void softmax_xent_eval_kernel(float *losses, float *correct, const float *logits, const int *labels, int B,
+                                         int C) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= B) return;
+    const float *z = logits + (size_t)b * C;
+    float maxz = z[0];
+    int best = 0;
+    for (int c = 1; c < C; c++)
+        if (z[c] > maxz) {
+            maxz = z[c];
+            best = c;
+        }
+    float sum = 0.0f;
+    for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
+    losses[b] = logf(sum) + maxz - z[labels[b]];
+    correct[b] = best == labels[b] ? 1.0f : 0.0f;
+}
+
+// out[0] = Σ a, out[1] = Σ b over n values each, in a fixed order (one block)
+__global__ void sum_two_kernel(double *out, const float *a, const float *b, int n) {
+    __shared__ double shared[LOSS_THREADS];
+    double sa = block_sum_fixed_order(a, n, shared);
+    __syncthreads();
+    double sb = block_sum_fixed_order(b, n, shared);
+    if (threadIdx.x == 0) {
+        out[0] = sa;
+        out[1] = sb;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// launchers
+
+static inline void softmax_xent_forward_backward(float *dlogits, float *losses, float *step_losses, int *step,
+                                                 const float *logits, const int *labels, int B, int C, int fused,
+                                                 cudaStream_t stream) {
+    if (fused) {
+        softmax_xent_fused_kernel<<<1, LOSS_THREADS, 0, stream>>>(dlogits, losses, step_losses, step, logits, labels,
+                                                                  B, C);
+        cudaCheck(cudaGetLastError());
+        return;
+    }
+    softmax_xent_forward_backward_kernel<<<CEIL_DIV(B, 128), 128, 0, stream>>>(dlogits, losses, logits, labels, B, C);
+    cudaCheck(cudaGetLastError());
+    loss_mean_kernel<<<1, LOSS_THREADS, 0, stream>>>(step_losses, step, losses, B);
+    cudaCheck(cudaGetLastError());
+}
+
+static inline void softmax_xent_eval(float *losses, float *correct, const float *logits, const int *labels, int B,
+                                     int C, cudaStream_t stream) {
+    softmax_xent_eval_kernel<<<CEIL_DIV(B, 128), 128, 0, stream>>>(losses, correct, logits, labels, B, C);
+    cudaCheck(cudaGetLastError());
+}
+
+static inline void sum_two(double *out, const float *a, const float *b, int n, cudaStream_t stream) {
+    sum_two_kernel<<<1, LOSS_THREADS, 0, stream>>>(out, a, b, n);
+    cudaCheck(cudaGetLastError());
+}
+
+#endif // MLP_SOFTMAX_XENT_CUH

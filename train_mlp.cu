@@ -1,0 +1,424 @@
+/*
+train_mlp.cu: the GPU trainer of mlp.cu. What `.to("cuda")` does, written out.
+
+The same model, flags, data and output as train_mlp_cpu.c (read that first: it is the
+reference every kernel here is checked against, by test_mlp). Every step of training is an
+explicit CUDA kernel from kernels/:
+
+    gather_batch              uint8 images on the device -> the float batch x (B, 784)
+    matmul_forward            y = x · Wᵀ + b           } for each layer; the fast path fuses
+    activation_forward        y = σ(y)                  } the activation into the matmul
+    softmax_xent_...          loss and dlogits = (softmax - onehot) / B
+    matmul_backward           dW = doutᵀ · x, db = Σ dout, dx = dout · W
+    activation_backward       dx *= σ'(y)               (fused into dx on the fast path)
+    sgd_update                p -= lr · (μ·buf + grad + λ·p), over the whole flat buffer
+
+The data goes to the GPU once. Inside an epoch the host never copies or waits, except to
+print a log line; with -f 1 (the default) every run of steps between two log lines is a
+CUDA graph, captured once and replayed, so each step costs a handful of graph-node launches
+instead of a dozen kernel launches from the host. -f 0 runs the simple kernels one launch
+at a time: slow, but the clearest picture of the work.
+
+Shapes: B batch, IN/OUT a layer's features, C classes, L layers.
+Build: make train      Run: ./train_mlp  (or ./train_mlp -h)
+*/
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/args.h"           // Config, the flag table shared with the CPU trainer
+#include "common/log.h"            // settings box, step log, CSV log
+#include "common/rng.h"            // host RNG: the epoch shuffle (the same one the CPU trainer draws)
+#include "common/utils.h"          // checked host allocation and I/O
+#include "data/idx.h"              // MNIST-format IDX reader
+#include "kernels/activation.cuh"  // sigmoid / relu / tanh forward and backward
+#include "kernels/common.cuh"      // cudaCheck, cudaMallocCheck
+#include "kernels/data.cuh"        // gather_batch, cuRAND weight init
+#include "kernels/matmul.cuh"      // the simple linear-layer kernels
+#include "kernels/matmul_fast.cuh" // the fast linear-layer kernels: tiled, fused epilogues, TF32 opt-in
+#include "kernels/sgd.cuh"         // sgd_update over the flat buffer
+#include "kernels/softmax_xent.cuh" // softmax + cross-entropy + gradient, the device step counter
+
+#define EVAL_BATCH 1024  // evaluation runs the test set in batches of this many rows (or B if larger)
+
+// ----------------------------------------------------------------------------
+// the model on the device
+
+typedef struct {
+    int L, sizes[MAX_LAYERS + 1], act;
+    int B;                                   // training batch size
+    int max_batch;                           // rows the activation buffers hold: max(B, EVAL_BATCH)
+    int fast, tf32;                          // which kernels (-f, -x)
+    size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
+    float *params, *grads, *mbuf;            // flat buffers, the layout of param_layout()
+    float *acts[MAX_LAYERS + 1];             // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
+    float *dacts[MAX_LAYERS + 1];            // gradients of the same shapes (dacts[0] unused)
+    float *losses;                           // (max_batch) per-example losses
+    int *labels;                             // (max_batch)
+    float *scratch;                          // split-K partial sums of the fast dweight
+    int *perm;                               // (N train) this epoch's permutation
+    int *step;                               // the device step counter (see softmax_xent.cuh)
+    float *step_losses;                      // (steps per epoch) each step's mean loss
+} Model;
+
+static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int fast, int tf32,
+                        int n_train, int steps_per_epoch) {
+    memset(m, 0, sizeof(*m));
+    m->L = L;
+    m->act = act;
+    m->B = B;
+    m->max_batch = max_batch;
+    m->fast = fast;
+    m->tf32 = tf32;
+    memcpy(m->sizes, sizes, sizeof(int) * (size_t)(L + 1));
+    m->num_params = param_layout(sizes, L, m->w_off, m->b_off);
+    size_t pbytes = m->num_params * sizeof(float);
+    m->params = (float *)cudaMallocCheck(pbytes, "the parameters");
+    m->grads = (float *)cudaMallocCheck(pbytes, "the gradients");
+    m->mbuf = (float *)cudaMallocCheck(pbytes, "the momentum buffer");
+    cudaCheck(cudaMemset(m->mbuf, 0, pbytes));
+    size_t scratch = 0;
+    for (int l = 0; l <= L; l++) {
+        size_t bytes = (size_t)max_batch * sizes[l] * sizeof(float);
+        m->acts[l] = (float *)cudaMallocCheck(bytes, "the activations");
+        m->dacts[l] = (float *)cudaMallocCheck(bytes, "the activation gradients");
+        if (l < L) {
+            size_t s = matmul_fast_scratch_floats(max_batch, sizes[l], sizes[l + 1]);
+            scratch = s > scratch ? s : scratch;
+        }
+    }
+    m->scratch = scratch ? (float *)cudaMallocCheck(scratch * sizeof(float), "the split-K scratch") : NULL;
+    m->losses = (float *)cudaMallocCheck((size_t)max_batch * sizeof(float), "the losses");
+    m->labels = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
+    m->perm = (int *)cudaMallocCheck((size_t)(n_train > 0 ? n_train : 1) * sizeof(int), "the permutation");
+    m->step = (int *)cudaMallocCheck(sizeof(int), "the step counter");
+    m->step_losses = (float *)cudaMallocCheck((size_t)steps_per_epoch * sizeof(float), "the step losses");
+    cudaCheck(cudaMemset(m->step, 0, sizeof(int)));
+}
+
+static void model_free(Model *m) {
+    cudaCheck(cudaFree(m->params));
+    cudaCheck(cudaFree(m->grads));
+    cudaCheck(cudaFree(m->mbuf));
+    for (int l = 0; l <= m->L; l++) {
+        cudaCheck(cudaFree(m->acts[l]));
+        cudaCheck(cudaFree(m->dacts[l]));
+    }
+    cudaCheck(cudaFree(m->scratch));
+    cudaCheck(cudaFree(m->losses));
+    cudaCheck(cudaFree(m->labels));
+    cudaCheck(cudaFree(m->perm));
+    cudaCheck(cudaFree(m->step));
+    cudaCheck(cudaFree(m->step_losses));
+}
+
+// nn.Linear's init, W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)], drawn on the device by cuRAND
+static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
+    for (int l = 0; l < m->L; l++) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        float bound = 1.0f / sqrtf((float)IN);
+        init_uniform(m->params + m->w_off[l], (size_t)OUT * IN, bound, seed, m->w_off[l], stream);
+        init_uniform(m->params + m->b_off[l], (size_t)OUT, bound, seed, m->b_off[l], stream);
+    }
+}
+
+// acts[0] holds bs rows; leaves the logits in acts[L]
+static void model_forward(Model *m, int bs, cudaStream_t stream) {
+    for (int l = 0; l < m->L; l++) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        const float *W = m->params + m->w_off[l], *b = m->params + m->b_off[l];
+        int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
+        if (m->fast) {
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, act, m->tf32, stream);
+        } else {
+            matmul_forward(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, stream);
+            if (act != ACT_NONE) activation_forward(m->acts[l + 1], (size_t)bs * OUT, act, stream);
+        }
+    }
+}
+
+// from dacts[L] (dlogits) down: every layer's dweight and dbias into grads
+static void model_backward(Model *m, int bs, cudaStream_t stream) {
+    for (int l = m->L - 1; l >= 0; l--) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        const float *W = m->params + m->w_off[l];
+        float *dW = m->grads + m->w_off[l], *db = m->grads + m->b_off[l];
+        float *dinp = l > 0 ? m->dacts[l] : NULL;  // the first layer's input is data: no gradient
+        if (m->fast) {
+            matmul_backward_dweight_fast(dW, m->dacts[l + 1], m->acts[l], bs, IN, OUT, m->scratch, m->tf32, stream);
+            matmul_backward_dbias(db, m->dacts[l + 1], bs, OUT, stream);
+            // dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused into the product
+            if (dinp)
+                matmul_backward_dinp_fast(dinp, m->dacts[l + 1], W, m->acts[l], m->act, bs, IN, OUT, m->tf32, stream);
+        } else {
+            matmul_backward(dinp, dW, db, m->dacts[l + 1], m->acts[l], W, bs, IN, OUT, stream);
+            if (dinp) activation_backward(dinp, m->acts[l], (size_t)bs * IN, m->act, stream);
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the data on the device
+
+typedef struct {
+    uint8_t *images, *labels;  // (n, D) and (n), exactly as in the files
+    int n, D;
+} DeviceData;
+
+static void device_data_upload(DeviceData *d, const Dataset *ds) {
+    d->n = ds->n;
+    d->D = ds->rows * ds->cols;
+    size_t bytes = (size_t)d->n * d->D;
+    d->images = (uint8_t *)cudaMallocCheck(bytes, "the images");
+    d->labels = (uint8_t *)cudaMallocCheck((size_t)d->n, "the labels");
+    cudaCheck(cudaMemcpy(d->images, ds->images, bytes, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d->labels, ds->labels, (size_t)d->n, cudaMemcpyHostToDevice));
+}
+
+static void device_data_free(DeviceData *d) {
+    cudaCheck(cudaFree(d->images));
+    cudaCheck(cudaFree(d->labels));
+}
+
+// ----------------------------------------------------------------------------
+// one training step, and runs of steps (replayed from CUDA graphs on the fast path)
+
+// Forward, loss, backward and update on the bs rows already in acts[0] and labels.
+static void train_step_on_batch(Model *m, int bs, float lr, float momentum, float weight_decay, cudaStream_t stream) {
+    int L = m->L;
+    model_forward(m, bs, stream);
+    softmax_xent_forward_backward(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
+                                  m->sizes[L], m->fast, stream);
+    model_backward(m, bs, stream);
+    sgd_update(m->params, m->grads, m->mbuf, m->num_params, lr, momentum, weight_decay, m->fast, stream);
+}
+
+// Enqueues one step on bs rows; the batch is rows (*step)*B ... of the permutation.
+static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
+    gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, m->B, bs, train->D, stream);
+    train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
+}
+
+// A run of n steps whose last one has last_bs rows (the others B) is the same work every
+// time it occurs, so the fast path captures it into a graph once and replays it. An epoch
+// has at most two kinds of run (log_every full steps, and the remainder at its end).
+#define MAX_GRAPHS 4
+typedef struct {
+    int n, last_bs;
+    cudaGraphExec_t exec;
+} GraphEntry;
+static GraphEntry graphs[MAX_GRAPHS];
+static int num_graphs = 0;
+
+static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
+    if (!m->fast) {
+        for (int i = 0; i < n; i++) train_step(m, train, i == n - 1 ? last_bs : m->B, c, stream);
+        return;
+    }
+    GraphEntry *g = NULL;
+    for (int i = 0; i < num_graphs; i++)
+        if (graphs[i].n == n && graphs[i].last_bs == last_bs) g = &graphs[i];
+    if (!g) {
+        if (num_graphs == MAX_GRAPHS) die("", "internal: more than %d kinds of step run", MAX_GRAPHS);
+        g = &graphs[num_graphs++];
+        g->n = n;
+        g->last_bs = last_bs;
+        cudaGraph_t graph;
+        cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < n; i++) train_step(m, train, i == n - 1 ? last_bs : m->B, c, stream);
+        cudaCheck(cudaStreamEndCapture(stream, &graph));
+        cudaCheck(cudaGraphInstantiate(&g->exec, graph, 0));
+        cudaCheck(cudaGraphDestroy(graph));
+    }
+    cudaCheck(cudaGraphLaunch(g->exec, stream));
+}
+
+static void free_graphs(void) {
+    for (int i = 0; i < num_graphs; i++) cudaCheck(cudaGraphExecDestroy(graphs[i].exec));
+    num_graphs = 0;
+}
+
+// ----------------------------------------------------------------------------
+// evaluation on the device: mean loss and accuracy over a whole dataset
+
+typedef struct {
+    float *losses, *correct;  // (n) per example
+    double *sums;             // (2) Σ losses, Σ correct
+} EvalBuffers;
+
+static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss, double *accuracy,
+                     cudaStream_t stream) {
+    int C = m->sizes[m->L];
+    for (int start = 0; start < d->n; start += m->max_batch) {
+        int bs = d->n - start < m->max_batch ? d->n - start : m->max_batch;
+        gather_rows(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, stream);
+        model_forward(m, bs, stream);
+        softmax_xent_eval(e->losses + start, e->correct + start, m->acts[m->L], m->labels, bs, C, stream);
+    }
+    sum_two(e->sums, e->losses, e->correct, d->n, stream);
+    double sums[2];
+    cudaCheck(cudaMemcpyAsync(sums, e->sums, sizeof(sums), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
+    *loss = sums[0] / d->n;
+    *accuracy = sums[1] / d->n;
+}
+
+// ----------------------------------------------------------------------------
+// main: the training loop
+
+// one line and exit 1 when there is no GPU to run on
+static cudaDeviceProp require_gpu(void) {
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        fprintf(stderr, "error: no CUDA GPU available (%s) ---> try: the CPU trainer, same flags: ./train_mlp_cpu "
+                        "(make train_cpu)\n",
+                err != cudaSuccess ? cudaGetErrorString(err) : "no device found");
+        exit(1);
+    }
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaSetDevice(0));
+    return prop;
+}
+
+#ifndef TESTING
+int main(int argc, char **argv) {
+    Config cfg;
+    config_defaults(&cfg, 1);
+    char err[512];
+    int rc = config_parse(&cfg, argc, argv, 1, err, sizeof(err));
+    if (rc == 1) {
+        config_usage(stdout, argv[0], 1);
+        return 0;
+    }
+    if (rc != 0) usage_error(argv[0], "%s", err);
+    if (cfg.tf32 && !cfg.fast) usage_error(argv[0], "-x 1 (TF32) needs the fast kernels: drop -f 0");
+
+    cudaDeviceProp prop = require_gpu();
+    Dataset train_host, test_host;
+    const char *dataset = load_datasets_or_die(&cfg, argv[0], &train_host, &test_host);
+    int B = cfg.batch, L = cfg.L;
+    int steps_per_epoch = (train_host.n + B - 1) / B;  // the last batch may be smaller
+    int last_bs = train_host.n - (steps_per_epoch - 1) * B;
+    if (cfg.max_steps && cfg.max_steps < steps_per_epoch) {
+        steps_per_epoch = cfg.max_steps;
+        last_bs = B;
+    }
+    long samples_per_epoch = (long)(steps_per_epoch - 1) * B + last_bs;
+
+    cudaStream_t stream;
+    cudaCheck(cudaStreamCreate(&stream));
+    DeviceData train, test;
+    device_data_upload(&train, &train_host);
+    device_data_upload(&test, &test_host);
+    Model model;
+    int max_batch = B > EVAL_BATCH ? B : EVAL_BATCH;
+    model_build(&model, cfg.sizes, L, cfg.act, B, max_batch, cfg.fast, cfg.tf32, train.n, steps_per_epoch);
+    model_init_params(&model, cfg.seed, stream);
+    EvalBuffers eval;
+    eval.losses = (float *)cudaMallocCheck((size_t)test.n * sizeof(float), "the evaluation losses");
+    eval.correct = (float *)cudaMallocCheck((size_t)test.n * sizeof(float), "the evaluation results");
+    eval.sums = (double *)cudaMallocCheck(2 * sizeof(double), "the evaluation sums");
+
+    box_rule();
+    box_row("train_mlp", "GPU trainer");
+    box_rule();
+    box_row("dataset", "%s", dataset);
+    box_row("data directory (-d)", "%s", cfg.data_dir);
+    box_row("train / test images", "%d / %d of %dx%d", train.n, test.n, train_host.rows, train_host.cols);
+    box_model_rows(&cfg);
+    box_row("parameters", "%zu (%.2f MB)", model.num_params, model.num_params * sizeof(float) / 1e6);
+    box_row("steps per epoch", "%d", steps_per_epoch);
+    box_row("device", "%s (sm_%d%d, %d SMs, %.0f GB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+            prop.totalGlobalMem / 1e9);
+    box_row("kernels (-f)", "%s", cfg.fast ? "fast: fused epilogues, CUDA graphs" : "simple: one launch per op");
+    box_row("matmul precision (-x)", "%s", cfg.tf32 ? "TF32 tensor cores" : "FP32");
+    box_rule();
+    dataset_free(&train_host);
+    dataset_free(&test_host);
+
+    CsvLog log;
+    csv_open(&log, cfg.log_path);
+    Rng shuffle;
+    rng_seed(&shuffle, cfg.seed, 1);  // the same permutations as train_mlp_cpu with the same -s
+    int *perm_host;
+    cudaCheck(cudaMallocHost((void **)&perm_host, sizeof(int) * (size_t)train.n));
+    cudaEvent_t epoch_start, epoch_end, log_event;
+    cudaCheck(cudaEventCreate(&epoch_start));
+    cudaCheck(cudaEventCreate(&epoch_end));
+    cudaCheck(cudaEventCreate(&log_event));
+
+    double test_loss = 0, test_acc = 0, train_ms_total = 0;
+    for (int epoch = 1; epoch <= cfg.epochs; epoch++) {
+        rng_permutation(&shuffle, perm_host, train.n);
+        cudaCheck(cudaMemcpyAsync(model.perm, perm_host, sizeof(int) * (size_t)train.n, cudaMemcpyHostToDevice, stream));
+        cudaCheck(cudaMemsetAsync(model.step, 0, sizeof(int), stream));
+        cudaCheck(cudaEventRecord(epoch_start, stream));
+        float last_log_ms = 0;
+        int last_log_step = 0;
+        // runs of steps from one log line to the next; the host waits only to print
+        for (int done = 0; done < steps_per_epoch;) {
+            int next_log = (done / cfg.log_every + 1) * cfg.log_every;
+            int end = next_log < steps_per_epoch ? next_log : steps_per_epoch;
+            run_steps(&model, &train, end - done, end == steps_per_epoch ? last_bs : B, &cfg, stream);
+            done = end;
+            cudaCheck(cudaEventRecord(log_event, stream));
+            cudaCheck(cudaEventSynchronize(log_event));
+            float ms_now;
+            cudaCheck(cudaEventElapsedTime(&ms_now, epoch_start, log_event));
+            float loss;
+            cudaCheck(cudaMemcpy(&loss, model.step_losses + done - 1, sizeof(float), cudaMemcpyDeviceToHost));
+            if (!isfinite(loss))
+                die("a smaller learning rate (-l)", "the run diverged: loss is %g at epoch %d step %d", loss, epoch, done);
+            double ms = (ms_now - last_log_ms) / (done - last_log_step);
+            double sps = B / (ms / 1e3);
+            char rate[32];
+            format_rate(sps, rate, sizeof(rate));
+            printf("epoch %d step %5d/%d | loss %.4f | %.4f ms/step | %s samples/s\n", epoch, done, steps_per_epoch,
+                   loss, ms, rate);
+            fflush(stdout);
+            csv_row(&log, "train", epoch, done, loss, -1, ms, sps, -1);
+            last_log_ms = ms_now;
+            last_log_step = done;
+        }
+        cudaCheck(cudaEventRecord(epoch_end, stream));
+        cudaCheck(cudaEventSynchronize(epoch_end));
+        float epoch_ms;
+        cudaCheck(cudaEventElapsedTime(&epoch_ms, epoch_start, epoch_end));
+        train_ms_total += epoch_ms;
+        double t0 = now_seconds();
+        evaluate(&model, &test, &eval, &test_loss, &test_acc, stream);
+        double eval_ms = 1e3 * (now_seconds() - t0);
+        if (!isfinite(test_loss))
+            die("a smaller learning rate (-l)", "the run diverged: test loss is %g after epoch %d", test_loss, epoch);
+        double sps = samples_per_epoch / (epoch_ms / 1e3);
+        printf("epoch %d done | %.4f s | %.1fk samples/s | test loss %.4f | test accuracy %.2f%%\n", epoch,
+               epoch_ms / 1e3, sps / 1e3, test_loss, 100 * test_acc);
+        csv_row(&log, "epoch", epoch, steps_per_epoch, -1, -1, epoch_ms, sps, -1);
+        csv_row(&log, "eval", epoch, steps_per_epoch, test_loss, test_acc, eval_ms, -1, -1);
+    }
+    double mem_mb = device_bytes_allocated / 1e6;
+    csv_row(&log, "summary", cfg.epochs, steps_per_epoch, test_loss, test_acc, train_ms_total, -1, mem_mb);
+    csv_close(&log);
+    printf("final | %s | test accuracy %.2f%% | test loss %.4f | %d epochs | %.4f s/epoch | %.1f MB on %s\n", dataset,
+           100 * test_acc, test_loss, cfg.epochs, train_ms_total / 1e3 / cfg.epochs, mem_mb, prop.name);
+
+    free_graphs();
+    cudaCheck(cudaFreeHost(perm_host));
+    cudaCheck(cudaEventDestroy(epoch_start));
+    cudaCheck(cudaEventDestroy(epoch_end));
+    cudaCheck(cudaEventDestroy(log_event));
+    cudaCheck(cudaFree(eval.losses));
+    cudaCheck(cudaFree(eval.correct));
+    cudaCheck(cudaFree(eval.sums));
+    model_free(&model);
+    device_data_free(&train);
+    device_data_free(&test);
+    cudaCheck(cudaStreamDestroy(stream));
+    return 0;
+}
+#endif
