@@ -42,24 +42,31 @@ static int verbose = 0;
 //   weights:      rtol 1e-5, atol 1e-5   the update lr·buf is ~1e-3 of a weight, so the
 //                                        gradient differences barely reach the weights
 // TF32 (-x 1): the tensor cores round each input to a 10-bit mantissa (relative 2^-11 ~
-// 5e-4 per product), ~250x the FP32 rounding. TF32 is not meant to follow the FP32
-// trajectory step after step (relu nets amplify differences: a unit that flips on one side
-// changes the next step everywhere), so in the TF32 cases the CPU is re-synchronised to the
-// GPU's weights and momentum before every step, and each step's error is measured alone:
-//   logits, loss: rtol 1e-2, atol 5e-3   a dot product of K <= 1024 rounded inputs
-//   gradients:    rtol 5e-2, atol 5e-3   as for FP32, cancellation in the batch sums makes
-//                                        the small entries' relative error large
-//   weights:      rtol 1e-3, atol 1e-3   lr·(gradient error) on top of identical weights
+// 5e-4 per product), ~250x the FP32 rounding. Two consequences shape its test:
+// - TF32 is not meant to follow the FP32 trajectory step after step, so the CPU is
+//   re-synchronised to the GPU's weights and momentum before every step, and each step's
+//   error is measured alone.
+// - Elementwise bounds do not fit it: where a relu unit sits within TF32's rounding of zero,
+//   the two sides disagree on whether it is on, and that unit's whole gradient row differs
+//   by its own size (seen at 784,1024,1024,10: a few rows of dW0 off by ~6% of max|dW0|).
+//   So TF32 is held to the relative norm ||gpu - cpu|| / ||cpu|| of each tensor instead:
+//   logits, loss: 5e-3   one TF32 product is ~3e-4 (sqrt(K)·2^-11 averaged over the sum)
+//   gradients:    5e-2   two or three TF32 products deep, plus the flipped relu rows
+//   weights:      1e-4   the update is lr·buf ~1e-3 of a weight, so the gradient's error
+//                        reaches the weights scaled down by ~1e-3
+// Norms hide a single wrong entry, but a planted bug (missing 1/B, shifted bias row) still
+// moves whole tensors by their own size, far past 5e-2.
 // A real bug (a missing 1/B, a bias gradient off by a row, a wrong derivative) moves some
 // entries by their own size: relative error ~1, far past every bound.
 typedef struct {
-    double rtol, atol;
+    double rtol, atol;  // elementwise: |gpu - cpu| <= rtol·|cpu| + atol·max|cpu|
+    double norm;        // if > 0, instead: ||gpu - cpu|| / ||cpu|| <= norm
 } Tol;
 typedef struct {
     Tol logits, loss, grads, weights;
 } Tolerances;
-static const Tolerances TOL_FP32 = {{1e-4, 1e-5}, {1e-4, 1e-5}, {1e-3, 1e-4}, {1e-5, 1e-5}};
-static const Tolerances TOL_TF32 = {{1e-2, 5e-3}, {1e-2, 5e-3}, {5e-2, 5e-3}, {1e-3, 1e-3}};
+static const Tolerances TOL_FP32 = {{1e-4, 1e-5, 0}, {1e-4, 1e-5, 0}, {1e-3, 1e-4, 0}, {1e-5, 1e-5, 0}};
+static const Tolerances TOL_TF32 = {{0, 0, 5e-3}, {0, 0, 5e-3}, {0, 0, 5e-2}, {0, 0, 1e-4}};
 
 // ----------------------------------------------------------------------------
 // comparing tensors over many steps
@@ -67,7 +74,7 @@ static const Tolerances TOL_TF32 = {{1e-2, 5e-3}, {1e-2, 5e-3}, {5e-2, 5e-3}, {1
 #define MAX_TENSORS (2 + 4 * MAX_LAYERS)
 typedef struct {
     char name[48];
-    double max_abs, max_rel, scale;  // scale: the largest |cpu| value seen
+    double max_abs, max_rel, scale, rel_norm;  // scale: the largest |cpu| value seen
     int worst_step, ok;
 } TensorStat;
 typedef struct {
@@ -89,22 +96,28 @@ static TensorStat *report_get(Report *r, const char *name) {
 static void compare_step(Report *r, const char *name, int step, const float *gpu, const float *cpu, size_t n, Tol tol) {
     double scale = 0;
     for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(cpu[i]));
-    double max_abs = 0, max_rel = 0;
+    double max_abs = 0, max_rel = 0, diff2 = 0, ref2 = 0;
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)gpu[i] - cpu[i]);
-        if (!(d <= tol.rtol * fabs(cpu[i]) + tol.atol * scale)) ok = 0;  // NaN fails
+        if (tol.norm == 0 && !(d <= tol.rtol * fabs(cpu[i]) + tol.atol * scale)) ok = 0;  // NaN fails
         if (!(d <= max_abs)) max_abs = d;
-        if (fabs(cpu[i]) > tol.atol * scale) max_rel = fmax(max_rel, d / fabs(cpu[i]));
+        if (fabs(cpu[i]) > 1e-3 * scale) max_rel = fmax(max_rel, d / fabs(cpu[i]));
+        diff2 += d * d;
+        ref2 += (double)cpu[i] * cpu[i];
     }
+    double rel_norm = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+    if (tol.norm > 0 && !(rel_norm <= tol.norm)) ok = 0;
     TensorStat *s = report_get(r, name);
     if (max_abs > s->max_abs || !ok) s->worst_step = step;
     s->max_abs = fmax(s->max_abs, max_abs);
     s->max_rel = fmax(s->max_rel, max_rel);
     s->scale = fmax(s->scale, scale);
+    s->rel_norm = fmax(s->rel_norm, rel_norm);
     s->ok &= ok;
     if (verbose)
-        printf("    step %2d %-22s max abs %.2e  max rel %.2e  %s\n", step, name, max_abs, max_rel, ok ? "OK" : "NOT OK");
+        printf("    step %2d %-22s max abs %.2e  max rel %.2e  rel norm %.2e  %s\n", step, name, max_abs, max_rel,
+               rel_norm, ok ? "OK" : "NOT OK");
 }
 
 static void report_print(const Report *r, const Tolerances *tol) {
@@ -114,8 +127,11 @@ static void report_print(const Report *r, const Tolerances *tol) {
                        : strstr(s->name, "loss")  ? &tol->loss
                        : s->name[0] == 'd'        ? &tol->grads
                                                   : &tol->weights;
-        printf("  %-6s %-22s max abs %.2e  max rel %.2e  max |v| %.2e  (worst at step %d; rtol %.0e, atol %.0e x max)\n",
-               s->ok ? "OK" : "NOT OK", s->name, s->max_abs, s->max_rel, s->scale, s->worst_step, t->rtol, t->atol);
+        char bound[64];
+        if (t->norm > 0) snprintf(bound, sizeof(bound), "rel norm <= %.0e", t->norm);
+        else snprintf(bound, sizeof(bound), "rtol %.0e, atol %.0e x max", t->rtol, t->atol);
+        printf("  %-6s %-22s max abs %.2e  max rel %.2e  rel norm %.2e  max |v| %.2e  (worst step %d; %s)\n",
+               s->ok ? "OK" : "NOT OK", s->name, s->max_abs, s->max_rel, s->rel_norm, s->scale, s->worst_step, bound);
         if (s->ok) checks_passed++;
         else checks_failed++;
     }

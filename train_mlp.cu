@@ -149,7 +149,7 @@ static void model_backward(Model *m, int bs, cudaStream_t stream) {
         float *dinp = l > 0 ? m->dacts[l] : NULL;  // the first layer's input is data: no gradient
         if (m->fast) {
             matmul_backward_dweight_fast(dW, m->dacts[l + 1], m->acts[l], bs, IN, OUT, m->scratch, m->tf32, stream);
-            matmul_backward_dbias(db, m->dacts[l + 1], bs, OUT, stream);
+            matmul_backward_dbias(db, m->dacts[l + 1], bs, OUT, 1, stream);
             // dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused into the product
             if (dinp)
                 matmul_backward_dinp_fast(dinp, m->dacts[l + 1], W, m->acts[l], m->act, bs, IN, OUT, m->tf32, stream);

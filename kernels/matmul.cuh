@@ -63,6 +63,27 @@ __global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, in
     dbias[o] = sum;
 }
 
+// The fast bias gradient: the same column sum, spread over a (32 x 32) block per 32 columns.
+// Thread (x, y) sums rows y, y + 32, ... of column x; then the 32 partial sums of a column
+// are added in a fixed tree order in shared memory. Still no atomics, so still bitwise
+// reproducible; but 32x the threads in flight, which matters when OUT is 1024 and B is 256
+// (the one-thread-per-column kernel above measured 11 us there on an H200).
+#define DBIAS_TILE 32
+__global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT) {
+    __shared__ float partial[DBIAS_TILE][DBIAS_TILE + 1];  // +1: no bank conflicts on the column walk
+    int o = blockIdx.x * DBIAS_TILE + threadIdx.x;
+    float sum = 0.0f;
+    if (o < OUT)
+        for (int b = threadIdx.y; b < B; b += DBIAS_TILE) sum += dout[(size_t)b * OUT + o];
+    partial[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    for (int stride = DBIAS_TILE / 2; stride > 0; stride /= 2) {
+        if (threadIdx.y < stride) partial[threadIdx.y][threadIdx.x] += partial[threadIdx.y + stride][threadIdx.x];
+        __syncthreads();
+    }
+    if (threadIdx.y == 0 && o < OUT) dbias[o] = partial[0][threadIdx.x];
+}
+
 // ----------------------------------------------------------------------------
 // launchers
 
@@ -74,9 +95,14 @@ static inline void matmul_forward(float *out, const float *inp, const float *wei
     cudaCheck(cudaGetLastError());
 }
 
-// the bias gradient, used by the fast path too: a column sum reads dout once, coalesced
-static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, cudaStream_t stream) {
-    matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
+// the bias gradient: a column sum of dout (the simple or the tiled kernel)
+static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, int tiled,
+                                         cudaStream_t stream) {
+    if (tiled)
+        matmul_backward_dbias_tiled_kernel<<<CEIL_DIV(OUT, DBIAS_TILE), dim3(DBIAS_TILE, DBIAS_TILE), 0, stream>>>(
+            dbias, dout, B, OUT);
+    else
+        matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
     cudaCheck(cudaGetLastError());
 }
 
@@ -92,7 +118,7 @@ static inline void matmul_backward(float *dinp, float *dweight, float *dbias, co
     matmul_backward_dweight_kernel<<<dim3(CEIL_DIV(IN, 32), CEIL_DIV(OUT, 8)), block, 0, stream>>>(dweight, dout, inp,
                                                                                                    B, IN, OUT);
     cudaCheck(cudaGetLastError());
-    matmul_backward_dbias(dbias, dout, B, OUT, stream);
+    matmul_backward_dbias(dbias, dout, B, OUT, 0, stream);
 }
 
 #endif // MLP_MATMUL_CUH

@@ -16,8 +16,8 @@ The host reads step_losses only when it prints a log line.
 Versions:
   simple: softmax_xent_forward_backward_kernel (one thread per row) then
           loss_mean_kernel (one block sums the B losses in a fixed order: no atomics)
-  fast:   softmax_xent_fused_kernel: one block does it all, a warp per row with shuffles,
-          then the same fixed-order block sum; one launch instead of two
+  fast:   softmax_xent_fused_kernel: one block does it all, a thread per row, then the same
+          fixed-order block sum; one launch instead of two
   eval:   softmax_xent_eval_kernel: per-row loss and whether the argmax is the label
 */
 #ifndef MLP_SOFTMAX_XENT_CUH
@@ -25,7 +25,7 @@ Versions:
 
 #include "common.cuh"
 
-#define LOSS_THREADS 256  // the one block of loss_mean_kernel and softmax_xent_fused_kernel
+#define LOSS_THREADS 1024  // the one block of loss_mean_kernel, softmax_xent_fused_kernel and sum_two_kernel
 
 // one thread per row
 __global__ void softmax_xent_forward_backward_kernel(float *dlogits, float *losses, const float *logits,
@@ -69,25 +69,28 @@ __global__ void loss_mean_kernel(float *step_losses, int *step, const float *los
     }
 }
 
-// The fast version: one block, a warp per row (rows w, w + warps, ...), lanes across classes.
-__global__ void softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step,
-                                          const float *logits, const int *labels, int B, int C) {
+// The fast version: one launch instead of two. One block of LOSS_THREADS threads, a thread
+// per row (rows t, t + LOSS_THREADS, ...): each thread's loads are independent of the other
+// rows', so all rows are in flight at once. (A warp per row with shuffles looks parallel, but
+// for C = 10 it leaves 22 lanes idle and walks the rows of a warp one after another: it
+// measured 11 us at B = 64 and 40 us at B = 256 on an H200, against ~3 us for this.)
+__global__ void __launch_bounds__(LOSS_THREADS)
+    softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step, const float *logits,
+                              const int *labels, int B, int C) {
     __shared__ double shared[LOSS_THREADS];
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    for (int b = warp; b < B; b += warps) {
+    for (int b = threadIdx.x; b < B; b += blockDim.x) {
         const float *z = logits + (size_t)b * C;
-        float maxz = -INFINITY;
-        for (int c = lane; c < C; c += 32) maxz = fmaxf(maxz, z[c]);
-        for (int off = 16; off > 0; off /= 2) maxz = fmaxf(maxz, __shfl_xor_sync(0xffffffffu, maxz, off));
+        float maxz = z[0];
+        for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
         float sum = 0.0f;
-        for (int c = lane; c < C; c += 32) sum += expf(z[c] - maxz);
-        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
         int label = labels[b];
-        for (int c = lane; c < C; c += 32) {
-            float p = expf(z[c] - maxz) / sum;
+        float inv = 1.0f / sum;
+        for (int c = 0; c < C; c++) {
+            float p = expf(z[c] - maxz) * inv;
             dlogits[(size_t)b * C + c] = (p - (c == label ? 1.0f : 0.0f)) / B;
         }
-        if (lane == 0) losses[b] = logf(sum) + maxz - z[label];
+        losses[b] = logf(sum) + maxz - z[label];
     }
     __syncthreads();  // every row's loss is written before the block sums them
     double total = block_sum_fixed_order(losses, B, shared);

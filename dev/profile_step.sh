@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Per-kernel GPU time of one training step of train_mlp, with Nsight Compute (ncu):
+# profiles the kernels of steps 21..23 of a short run (after the graphs are captured) and
+# prints one line per kernel: name and duration in microseconds.
+#   bash dev/profile_step.sh [train_mlp flags...]      e.g. -m 784,1024,1024,10 -a relu -b 256
+set -uo pipefail
+DATA=${DATA:-.data/fashion-mnist}
+[ -e "$DATA" ] || DATA=/usr/share/datasets/fashion-mnist
+out=$(mktemp)
+ncu --clock-control none --graph-profiling node --metrics gpu__time_duration.sum --csv --print-units base \
+    --launch-skip 250 --launch-count 40 \
+    ./train_mlp -d "$DATA" -n 1 -t 40 -v 40 -o /tmp/profile_step.csv "$@" >"$out" 2>&1
+python3 - "$out" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, body = rows[0], rows[1:]
+ki, vi = head.index("Kernel Name"), head.index("Metric Value")
+total = 0.0
+for r in body:
+    us = float(r[vi].replace(",", "")) / 1e3
+    total += us
+    print(f"{us:9.2f} us  {r[ki][:110]}")
+print(f"{total:9.2f} us  total of {len(body)} kernels")
+PY
