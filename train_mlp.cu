@@ -14,10 +14,15 @@ explicit CUDA kernel from kernels/:
     sgd_update                p -= lr · (μ·buf + grad + λ·p), over the whole flat buffer
 
 The data goes to the GPU once. Inside an epoch the host never copies or waits, except to
-print a log line; with -f 1 (the default) every run of steps between two log lines is a
-CUDA graph, captured once and replayed, so each step costs a handful of graph-node launches
-instead of a dozen kernel launches from the host. -f 0 runs the simple kernels one launch
-at a time: slow, but the clearest picture of the work.
+print a log line. Three ways to run the steps (-f):
+  0  the simple kernels, one launch each: slow, but the clearest picture of the work;
+  1  the fast kernels (tiled matmuls with the bias, activation and activation-gradient fused
+     in, TF32 with -x 1), each run of steps between two log lines captured once into a CUDA
+     graph and replayed: a step costs a dozen graph nodes, not a dozen host launches;
+  2  one persistent kernel per run of steps, all of a step's phases inside it, separated by
+     grid-wide barriers (kernels/persistent.cuh): for small models, where launches cost
+     more than the arithmetic.
+The default picks 2 for small models and 1 for the rest.
 
 Shapes: B batch, IN/OUT a layer's features, C classes, L layers.
 Build: make train      Run: ./train_mlp  (or ./train_mlp -h)
@@ -39,6 +44,7 @@ Build: make train      Run: ./train_mlp  (or ./train_mlp -h)
 #include "kernels/data.cuh"        // gather_batch, cuRAND weight init
 #include "kernels/matmul.cuh"      // the simple linear-layer kernels
 #include "kernels/matmul_fast.cuh" // the fast linear-layer kernels: tiled, fused epilogues, TF32 opt-in
+#include "kernels/persistent.cuh"  // a run of steps in one cooperative kernel (-f 2)
 #include "kernels/sgd.cuh"         // sgd_update over the flat buffer
 #include "kernels/softmax_xent.cuh" // softmax + cross-entropy + gradient, the device step counter
 
@@ -51,7 +57,9 @@ typedef struct {
     int L, sizes[MAX_LAYERS + 1], act;
     int B;                                   // training batch size
     int max_batch;                           // rows the activation buffers hold: max(B, EVAL_BATCH)
-    int fast, tf32;                          // which kernels (-f, -x)
+    int path, tf32;                          // how steps run (-f, PATH_*), TF32 (-x)
+    int fast;                                // the fast kernels (paths 1 and 2: evaluation uses them)
+    int persistent_grid;                     // blocks of the persistent kernel (path 2)
     size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *params, *grads, *mbuf;            // flat buffers, the layout of param_layout()
     float *acts[MAX_LAYERS + 1];             // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
@@ -59,19 +67,22 @@ typedef struct {
     float *losses;                           // (max_batch) per-example losses
     int *labels;                             // (max_batch)
     float *scratch;                          // split-K partial sums of the fast dweight
+    float *pscratch;                         // split-K partial sums of the persistent forward
     int *perm;                               // (N train) this epoch's permutation
     int *step;                               // the device step counter (see softmax_xent.cuh)
     float *step_losses;                      // (steps per epoch) each step's mean loss
 } Model;
 
-static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int fast, int tf32,
+static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int path, int tf32,
                         int n_train, int steps_per_epoch) {
     memset(m, 0, sizeof(*m));
     m->L = L;
     m->act = act;
     m->B = B;
     m->max_batch = max_batch;
-    m->fast = fast;
+    m->path = path;
+    m->fast = path != PATH_SIMPLE;
+    m->persistent_grid = path == PATH_PERSISTENT ? persistent_grid_size() : 0;
     m->tf32 = tf32;
     memcpy(m->sizes, sizes, sizeof(int) * (size_t)(L + 1));
     m->num_params = param_layout(sizes, L, m->w_off, m->b_off);
@@ -91,6 +102,11 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
         }
     }
     m->scratch = scratch ? (float *)cudaMallocCheck(scratch * sizeof(float), "the split-K scratch") : NULL;
+    if (path == PATH_PERSISTENT) {
+        int widest = 0;
+        for (int l = 1; l <= L; l++) widest = sizes[l] > widest ? sizes[l] : widest;
+        m->pscratch = (float *)cudaMallocCheck((size_t)MAX_SPLITS * B * widest * sizeof(float), "the split-K scratch");
+    }
     m->losses = (float *)cudaMallocCheck((size_t)max_batch * sizeof(float), "the losses");
     m->labels = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
     m->perm = (int *)cudaMallocCheck((size_t)(n_train > 0 ? n_train : 1) * sizeof(int), "the permutation");
@@ -108,6 +124,7 @@ static void model_free(Model *m) {
         cudaCheck(cudaFree(m->dacts[l]));
     }
     cudaCheck(cudaFree(m->scratch));
+    cudaCheck(cudaFree(m->pscratch));
     cudaCheck(cudaFree(m->losses));
     cudaCheck(cudaFree(m->labels));
     cudaCheck(cudaFree(m->perm));
@@ -202,9 +219,11 @@ static void train_step(Model *m, const DeviceData *train, int bs, const Config *
     train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
 }
 
-// A run of n steps whose last one has last_bs rows (the others B) is the same work every
-// time it occurs, so the fast path captures it into a graph once and replays it. An epoch
-// has at most two kinds of run (log_every full steps, and the remainder at its end).
+// Runs steps first .. first + n - 1 of the epoch; the last of them has last_bs rows.
+// Path 1: such a run is the same work every time it occurs (the kernels find their rows
+// through the device step counter), so it is captured into a graph once and replayed. An
+// epoch has at most two kinds of run (log_every full steps, and the remainder at its end).
+// Path 2: one launch of the persistent kernel does the whole run.
 #define MAX_GRAPHS 4
 typedef struct {
     int n, last_bs;
@@ -213,8 +232,43 @@ typedef struct {
 static GraphEntry graphs[MAX_GRAPHS];
 static int num_graphs = 0;
 
-static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
-    if (!m->fast) {
+static void run_steps(Model *m, const DeviceData *train, int first, int n, int last_bs, int steps_per_epoch,
+                      const Config *c, cudaStream_t stream) {
+    if (m->path == PATH_PERSISTENT) {
+        PersistentArgs a;
+        memset(&a, 0, sizeof(a));
+        a.L = m->L;
+        memcpy(a.sizes, m->sizes, sizeof(m->sizes));
+        a.act = m->act;
+        a.B = m->B;
+        a.last_bs = last_bs;
+        a.steps_per_epoch = steps_per_epoch;
+        a.first_step = first;
+        a.nsteps = n;
+        a.num_params = m->num_params;
+        memcpy(a.w_off, m->w_off, sizeof(m->w_off));
+        memcpy(a.b_off, m->b_off, sizeof(m->b_off));
+        a.params = m->params;
+        a.grads = m->grads;
+        a.mbuf = m->mbuf;
+        memcpy(a.acts, m->acts, sizeof(m->acts));
+        memcpy(a.dacts, m->dacts, sizeof(m->dacts));
+        a.losses = m->losses;
+        a.step_losses = m->step_losses;
+        a.scratch = m->pscratch;
+        a.labels = m->labels;
+        a.step = m->step;
+        a.images = train->images;
+        a.all_labels = train->labels;
+        a.perm = m->perm;
+        a.D = train->D;
+        a.lr = c->lr;
+        a.momentum = c->momentum;
+        a.weight_decay = c->weight_decay;
+        train_steps_persistent(&a, m->persistent_grid, stream);
+        return;
+    }
+    if (m->path == PATH_SIMPLE) {
         for (int i = 0; i < n; i++) train_step(m, train, i == n - 1 ? last_bs : m->B, c, stream);
         return;
     }
@@ -285,6 +339,15 @@ static cudaDeviceProp require_gpu(void) {
     return prop;
 }
 
+// -f -1: the persistent kernel for small models (its 32x32 tiles keep ~100 blocks busy and
+// its barriers cost less than a dozen launches), the graph of fast kernels for the rest.
+static int choose_path(const Config *c) {
+    if (c->tf32 || c->batch > 256) return PATH_GRAPH;
+    for (int l = 1; l <= c->L; l++)
+        if (c->sizes[l] > 256) return PATH_GRAPH;
+    return PATH_PERSISTENT;
+}
+
 #ifndef TESTING
 int main(int argc, char **argv) {
     Config cfg;
@@ -296,7 +359,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (rc != 0) usage_error(argv[0], "%s", err);
-    if (cfg.tf32 && !cfg.fast) usage_error(argv[0], "-x 1 (TF32) needs the fast kernels: drop -f 0");
 
     cudaDeviceProp prop = require_gpu();
     Dataset train_host, test_host;
@@ -310,6 +372,10 @@ int main(int argc, char **argv) {
     }
     long samples_per_epoch = (long)(steps_per_epoch - 1) * B + last_bs;
 
+    int path_auto = cfg.path == PATH_AUTO;
+    if (path_auto) cfg.path = choose_path(&cfg);
+    if (cfg.tf32 && cfg.path != PATH_GRAPH) usage_error(argv[0], "-x 1 (TF32) runs on the fast kernels: use it with -f 1");
+
     cudaStream_t stream;
     cudaCheck(cudaStreamCreate(&stream));
     DeviceData train, test;
@@ -317,7 +383,7 @@ int main(int argc, char **argv) {
     device_data_upload(&test, &test_host);
     Model model;
     int max_batch = B > EVAL_BATCH ? B : EVAL_BATCH;
-    model_build(&model, cfg.sizes, L, cfg.act, B, max_batch, cfg.fast, cfg.tf32, train.n, steps_per_epoch);
+    model_build(&model, cfg.sizes, L, cfg.act, B, max_batch, cfg.path, cfg.tf32, train.n, steps_per_epoch);
     model_init_params(&model, cfg.seed, stream);
     EvalBuffers eval;
     eval.losses = (float *)cudaMallocCheck((size_t)test.n * sizeof(float), "the evaluation losses");
@@ -335,7 +401,9 @@ int main(int argc, char **argv) {
     box_row("steps per epoch", "%d", steps_per_epoch);
     box_row("device", "%s (sm_%d%d, %d SMs, %.0f GB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
             prop.totalGlobalMem / 1e9);
-    box_row("kernels (-f)", "%s", cfg.fast ? "fast: fused epilogues, CUDA graphs" : "simple: one launch per op");
+    static const char *const paths[] = {"0: simple kernels, one launch per op", "1: fast fused kernels in CUDA graphs",
+                                        "2: one persistent kernel per run of steps"};
+    box_row("kernels (-f)", "%s%s", paths[cfg.path], path_auto ? " (auto)" : "");
     box_row("matmul precision (-x)", "%s", cfg.tf32 ? "TF32 tensor cores" : "FP32");
     box_rule();
     dataset_free(&train_host);
@@ -364,7 +432,8 @@ int main(int argc, char **argv) {
         for (int done = 0; done < steps_per_epoch;) {
             int next_log = (done / cfg.log_every + 1) * cfg.log_every;
             int end = next_log < steps_per_epoch ? next_log : steps_per_epoch;
-            run_steps(&model, &train, end - done, end == steps_per_epoch ? last_bs : B, &cfg, stream);
+            run_steps(&model, &train, done, end - done, end == steps_per_epoch ? last_bs : B, steps_per_epoch, &cfg,
+                      stream);
             done = end;
             cudaCheck(cudaEventRecord(log_event, stream));
             cudaCheck(cudaEventSynchronize(log_event));

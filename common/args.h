@@ -24,6 +24,9 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 // Activations: the hidden layers use one of the first three; ACT_NONE is the identity
 // (the last layer's logits). The numbers are part of the reference-file format.
 enum { ACT_SIGMOID = 0, ACT_RELU = 1, ACT_TANH = 2, ACT_NONE = 3 };
+
+// How the GPU trainer runs its steps (-f)
+enum { PATH_AUTO = -1, PATH_SIMPLE = 0, PATH_GRAPH = 1, PATH_PERSISTENT = 2 };
 static const char *const ACT_NAMES[] = {"sigmoid", "relu", "tanh", "none"};
 
 typedef struct {
@@ -39,7 +42,7 @@ typedef struct {
     char log_path[1024];   // CSV log
     int max_steps;         // 0 = all; else stop each epoch after this many steps (for tests)
     int tf32;              // GPU only: TF32 tensor cores in the matmuls
-    int fast;              // GPU only: 1 = fast kernels + CUDA graph, 0 = the simple kernels
+    int path;              // GPU only: PATH_* below; PATH_AUTO picks by model size
 } Config;
 
 // The flat parameter buffer, shared by every implementation and the checkpoint/reference
@@ -88,8 +91,10 @@ static const ArgSpec ARGS[] = {
     {'t', "INT", ARG_INT, CFG(max_steps), 0, 1000000000, 0,
      "stop each epoch after this many steps (0 = the whole epoch)"},
     {'x', "0|1", ARG_INT, CFG(tf32), 0, 1, 1, "TF32 tensor cores in the matmuls (looser precision)"},
-    {'f', "0|1", ARG_INT, CFG(fast), 0, 1, 1,
-     "1 = fast fused kernels replayed in a CUDA graph, 0 = the simple kernels"},
+    {'f', "0|1|2", ARG_INT, CFG(path), -1, 2, 1,
+     "kernels: 0 simple, one launch each; 1 fast, fused, replayed in CUDA graphs; 2 one persistent "
+     "kernel per run of steps (small models); -1 auto: 2 when every layer after the input is <= 256 "
+     "wide and B <= 256, else 1"},
 };
 #undef CFG
 #define NUM_ARGS ((int)(sizeof(ARGS) / sizeof(ARGS[0])))
@@ -111,7 +116,7 @@ static inline void config_defaults(Config *c, int is_gpu) {
     snprintf(c->log_path, sizeof(c->log_path), "logs/%s.csv", is_gpu ? "train_mlp" : "train_mlp_cpu");
     c->max_steps = 0;
     c->tf32 = 0;
-    c->fast = 1;
+    c->path = PATH_AUTO;
 }
 
 // "784,128,10" -> sizes and L; 0 on success, else writes err

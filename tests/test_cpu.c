@@ -79,7 +79,7 @@ static void test_args(void) {
     // the GPU trainer accepts its own flags
     char *argv[] = {"prog", "-x", "1", "-f", "0", NULL};
     config_defaults(&c, 1);
-    check(config_parse(&c, 5, argv, 1, err, sizeof(err)) == 0 && c.tf32 == 1 && c.fast == 0,
+    check(config_parse(&c, 5, argv, 1, err, sizeof(err)) == 0 && c.tf32 == 1 && c.path == PATH_SIMPLE,
           "the GPU trainer's -x and -f parse");
 }
 
