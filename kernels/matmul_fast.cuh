@@ -16,21 +16,26 @@ act codes (the trainer's enum): 0 sigmoid, 1 relu, 2 tanh, 3 none. act' is compu
 activation OUTPUT y: sigmoid' = y(1-y), relu' = (y > 0), tanh' = 1 - y^2, none' = 1.
 
 How it works (dev/cuda/matmul_forward.cu has the progression from the naive kernel to this one):
-- One tiled kernel serves all three layouts: each operand tile is loaded from global memory into
-  registers (float4 when the widths allow it, scalar with bounds checks otherwise) and stored to
-  shared memory k-major, S[k][row], transposing on the way where the operand is k-contiguous.
-  Two shared buffers: the loads of tile t+1 are in flight while tile t is computed.
-- FP32: each thread owns a TM x TN block of C (register blocking), read from shared memory as float4.
-- TF32 (tf32=1): each warp owns a WM x WN block of C made of 16x8 mma.sync.m16n8k8 tiles; inputs
-  are rounded to TF32 with cvt.rna.tf32.f32 when they are stored to shared memory.
-- The tile size is chosen per shape so the grid fills the GPU's multiprocessors. Where the output
-  is too small for that (784 -> 128 at batch 64), K is split: on sm_90 the K slices of a tile run as
-  one thread-block cluster and add their partial tiles through distributed shared memory, always
-  in the order 0, 1, .., S-1. (Before sm_90, dweight alone splits K, through partial buffers in
-  `scratch` and a reduce kernel.) No atomics anywhere: results are bitwise reproducible.
+- One tiled kernel serves all three layouts. Operand tiles go from global to shared memory with
+  cp.async (16-byte copies when the widths allow it, 4-byte ones with bounds checks otherwise;
+  out-of-range elements are zero-filled), in a ring of STAGES buffers: while tile t is computed, the
+  copies of tiles t+1 .. t+STAGES-1 are in flight. Shared memory keeps each operand's global layout
+  (a k-contiguous operand as S[row][k], the other as S[k][row]), rows padded against bank conflicts;
+  the compute loop reads each layout the way that suits it.
+- FP32: each thread owns a TM x TN block of C (register blocking) and takes 4 k at a time: from a
+  k-contiguous tile one float4 per row, from the other one float4 of 4 rows per k.
+- TF32 (tf32=1): each warp owns a WM x WN block of C made of 16x8 mma.sync.m16n8k8 tiles; fragment
+  elements are read from shared memory one by one (conflict-free with the padding) and rounded to
+  TF32 with cvt.rna on the way.
+- The tile size and the K split are chosen per shape (mf_plan) so the grid fills the GPU's
+  multiprocessors. Where the output is small, K is split: on sm_90 the K slices of a tile run as one
+  thread-block cluster and add their partial tiles through distributed shared memory, always in the
+  order 0, 1, .., S-1. Whether clusters are used is decided from what was compiled (the kernels'
+  PTX version), not from the GPU alone. (Without clusters, dweight alone splits K, through partial
+  buffers in `scratch` and a reduce kernel.) No atomics anywhere: results are bitwise reproducible.
 - Any sizes work (B = 1, widths like 37): tails are bounds-checked, out-of-range inputs read as 0.
 - The launchers only enqueue kernels (no allocation, no synchronisation), so they can be captured
-  into a CUDA graph. Every launch is checked with cudaGetLastError.
+  into a CUDA graph. Every launch is checked with cudaCheck(cudaGetLastError()).
 */
 #pragma once
 #include <cuda_runtime.h>
@@ -38,14 +43,10 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
-#include <string.h>
+#include "common.cuh"   // cudaCheck: one-line errors with a hint
 
 // ----------------------------------------------------------------------------
 // utilities
-
-#define MF_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
-    fprintf(stderr, "[CUDA ERROR] at %s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-    exit(EXIT_FAILURE); } } while (0)
 
 static inline int mf_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -68,10 +69,10 @@ __device__ __forceinline__ float mf_dact(float y, int act) {
     }
 }
 
-__device__ __forceinline__ float mf_to_tf32(float x) {
+__device__ __forceinline__ uint32_t mf_to_tf32(float x) {
     uint32_t u;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
-    return __uint_as_float(u);
+    return u;
 }
 
 // what happens to an output element after its sum is complete
@@ -97,72 +98,77 @@ __device__ __noinline__ float mf_epilogue(float v, int m, int n, int N, MatmulFa
 }
 
 // ----------------------------------------------------------------------------
-// tile loader: S[k][d] = X(d0 + d, k), for k in [k0, k0 + BK) clipped to kend, d clipped to D.
-// KC: X is k-contiguous, X(d, k) = X[d * ld + k] (the operand is transposed on its way to S).
-// otherwise X is d-contiguous, X(d, k) = X[k * ld + d].
-// vec: the contiguous width and the pointer allow 16-byte loads (a run-time flag, uniform over the
-// grid: one kernel serves aligned and odd shapes, which halves the kernels to compile).
+// asynchronous copies global -> shared (sm_80+): cp.async with a source size, so that an
+// out-of-range element is written as 0 without a branch around the copy. Before sm_80 the same
+// functions are plain loads and stores (the pipeline then simply has no overlap).
 
-template<int BD, int BK, int NT, bool KC>
-struct MfTileLoader {
-    static constexpr int NV = BD * BK / 4 / NT;   // float4 per thread
-    static_assert(NV * 4 * NT == BD * BK, "tile must split evenly into float4 per thread");
-    float4 r[NV];
+__device__ __forceinline__ void mf_cp16(float* s, const float* g, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(sa), "l"(g), "r"(ok ? 16 : 0) : "memory");
+#else
+    *reinterpret_cast<float4*>(s) = ok ? *reinterpret_cast<const float4*>(g) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
 
-    __device__ __forceinline__ void load(const float* __restrict__ X, int D, int ld, int d0, int k0,
-                                         int kend, int tid, bool vec) {
+__device__ __forceinline__ void mf_cp4(float* s, const float* g, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(sa), "l"(g), "r"(ok ? 4 : 0) : "memory");
+#else
+    *s = ok ? *g : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void mf_cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// wait until at most N committed groups of this thread are still in flight
+template<int N>
+__device__ __forceinline__ void mf_cp_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+#endif
+}
+
+// ----------------------------------------------------------------------------
+// one operand tile in shared memory: rows d0 .. d0+BD-1 of X, k in [k0, k0 + BK) clipped to kend,
+// d clipped to D (outside: 0).
+// KC: X is k-contiguous, X(d, k) = X[d * ld + k]; shared S[d][k], rows of LD = BK + 4 floats.
+// otherwise X is d-contiguous, X(d, k) = X[k * ld + d]; shared S[k][d], rows of LD = BD + PADD.
+// vec: the contiguous width and the pointer allow 16-byte copies (a run-time flag, uniform over
+// the grid: one kernel serves aligned and odd shapes, which halves the kernels to compile).
+
+template<int BD, int BK, int NT, bool KC, int PADD>
+struct MfTile {
+    static constexpr int LD = KC ? BK + 4 : BD + PADD;
+    static constexpr int FLOATS = KC ? BD * LD : BK * LD;
+    static constexpr int NV = BD * BK / 4 / NT;   // 4-float chunks per thread
+    static_assert(NV >= 1 && NV * 4 * NT == BD * BK, "tile must split evenly into 4-float chunks per thread");
+
+    __device__ __forceinline__ static void load(float* S, const float* __restrict__ X, int D, int ld, int d0,
+                                                int k0, int kend, int tid, bool vec) {
         #pragma unroll
         for (int i = 0; i < NV; i++) {
-            int idx = tid + i * NT;
-            int d, k;  // first of the 4 elements
-            if (KC) { d = idx / (BK / 4); k = (idx % (BK / 4)) * 4; }
-            else    { k = idx / (BD / 4); d = (idx % (BD / 4)) * 4; }
-            int gd = d0 + d, gk = k0 + k;
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (KC) {
-                if (gd < D) {
-                    const float* p = X + (size_t)gd * ld + gk;
-                    if (vec) { if (gk < kend) v = *reinterpret_cast<const float4*>(p); }
-                    else {
-                        if (gk + 0 < kend) v.x = p[0];
-                        if (gk + 1 < kend) v.y = p[1];
-                        if (gk + 2 < kend) v.z = p[2];
-                        if (gk + 3 < kend) v.w = p[3];
-                    }
-                }
+            const int c = tid + i * NT;
+            int d, k;   // first of the chunk's 4 elements (4 k when KC, else 4 d); contiguous in S
+            if (KC) { d = c / (BK / 4); k = (c % (BK / 4)) * 4; }
+            else    { k = c / (BD / 4); d = (c % (BD / 4)) * 4; }
+            float* s = KC ? S + d * LD + k : S + k * LD + d;
+            const int gd = d0 + d, gk = k0 + k;
+            if (vec) {   // a chunk is all in range or all out (widths % 4 == 0, k splits % BK == 0)
+                const bool ok = gd < D && gk < kend;
+                mf_cp16(s, ok ? X + (KC ? (size_t)gd * ld + gk : (size_t)gk * ld + gd) : X, ok);
             } else {
-                if (gk < kend) {
-                    const float* p = X + (size_t)gk * ld + gd;
-                    if (vec) { if (gd < D) v = *reinterpret_cast<const float4*>(p); }
-                    else {
-                        if (gd + 0 < D) v.x = p[0];
-                        if (gd + 1 < D) v.y = p[1];
-                        if (gd + 2 < D) v.z = p[2];
-                        if (gd + 3 < D) v.w = p[3];
-                    }
+                #pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int dd = KC ? gd : gd + j, kk = KC ? gk + j : gk;
+                    const bool ok = dd < D && kk < kend;
+                    mf_cp4(s + j, ok ? X + (KC ? (size_t)dd * ld + kk : (size_t)kk * ld + dd) : X, ok);
                 }
-            }
-            r[i] = v;
-        }
-    }
-
-    // S is [BK][SD], SD = BD + pad
-    template<int SD, bool TF32>
-    __device__ __forceinline__ void store(float* S, int tid) {
-        #pragma unroll
-        for (int i = 0; i < NV; i++) {
-            int idx = tid + i * NT;
-            float4 v = r[i];
-            if (TF32) { v.x = mf_to_tf32(v.x); v.y = mf_to_tf32(v.y); v.z = mf_to_tf32(v.z); v.w = mf_to_tf32(v.w); }
-            if (KC) {
-                int d = idx / (BK / 4), k = (idx % (BK / 4)) * 4;
-                S[(k + 0) * SD + d] = v.x;
-                S[(k + 1) * SD + d] = v.y;
-                S[(k + 2) * SD + d] = v.z;
-                S[(k + 3) * SD + d] = v.w;
-            } else {
-                int k = idx / (BD / 4), d = (idx % (BD / 4)) * 4;
-                *reinterpret_cast<float4*>(&S[k * SD + d]) = v;
             }
         }
     }
@@ -195,22 +201,61 @@ __device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, 
 }
 
 // ----------------------------------------------------------------------------
-// FP32 kernel: block tile BM x BN, K in steps of BK, each thread a TM x TN register block.
-// A_KC: A is (M, K) row-major, else (K, M). B_KC: B is (N, K) row-major, else (K, N).
-// C is (M, N); blockIdx.z is the K split, which writes C + z * M * N (raw) when gridDim.z > 1.
-// The thread's rows are ty*4 + {0..3} + g * (BM*4/TM) (float4 groups spread over the tile, which
-// keeps the shared-memory reads free of bank conflicts); columns likewise.
+// the pipeline both kernels share: tiles t = 0 .. ntiles-1 of this block's K slice go through a ring
+// of ST shared-memory stages; compute(as, bs) is called once per tile, in order, with the tile ready.
+// One __syncthreads per tile: after it, every thread has finished tile t-1, so its stage can be refilled.
 
-template<int BM, int BN, int BK, int TM, int TN, bool A_KC, bool B_KC>
+template<int BM, int BN, int BK, int ST, class TA, class TB, class F>
+__device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict__ A, const float* __restrict__ B,
+                                            int M, int N, int lda, int ldb, int m0, int n0, int kbeg, int kend,
+                                            int ntiles, int tid, bool vec, F&& compute) {
+    constexpr int STAGE = TA::FLOATS + TB::FLOATS;
+    #pragma unroll
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < ntiles) {
+            TA::load(smem + s * STAGE, A, M, lda, m0, kbeg + s * BK, kend, tid, vec);
+            TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + s * BK, kend, tid, vec);
+        }
+        mf_cp_commit();   // always one group per slot, so wait_group counts stay uniform
+    }
+    for (int t = 0; t < ntiles; t++) {
+        mf_cp_wait<ST - 2>();   // tile t has landed (this thread's copies) ...
+        __syncthreads();        // ... and everybody's; and tile t-1's stage is free
+        const int tn = t + ST - 1;
+        if (tn < ntiles) {
+            const int s = tn % ST;
+            TA::load(smem + s * STAGE, A, M, lda, m0, kbeg + tn * BK, kend, tid, vec);
+            TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + tn * BK, kend, tid, vec);
+        }
+        mf_cp_commit();
+        const float* st = smem + (t % ST) * STAGE;
+        compute(st, st + TA::FLOATS);
+    }
+    mf_cp_wait<0>();
+    __syncthreads();   // the shared memory may be reused (cluster reduction)
+}
+
+// ----------------------------------------------------------------------------
+// FP32 kernel: block tile BM x BN, K in steps of BK through ST stages, each thread a TM x TN register
+// block. A_KC: A is (M, K) row-major, else (K, M). B_KC: B is (N, K) row-major, else (K, N).
+// C is (M, N); blockIdx.z is the K split, which writes C + z * M * N (raw) when gridDim.z > 1 and
+// not a cluster.
+// A thread's rows: from a k-contiguous A, ty + i * (BM/TM) (a quarter-warp reads 8 different rows,
+// whose padded starts fall in 8 different bank groups); from a row-contiguous A, float4 groups
+// ty*4 + {0..3} + g * (BM*4/TM) (a warp reads neighbouring float4s). Columns likewise with tx.
+
+template<int BM, int BN, int BK, int TM, int TN, int ST, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
                         int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
     constexpr int NT = (BM / TM) * (BN / TN);
-    constexpr int PAD = 4;
-    constexpr int SA = BM + PAD, SB = BN + PAD;
+    typedef MfTile<BM, BK, NT, A_KC, 4> TA;
+    typedef MfTile<BN, BK, NT, B_KC, 4> TB;
     constexpr int RM = BM * 4 / TM, RN = BN * 4 / TN;   // stride between a thread's float4 groups
-    constexpr int SMEM = 2 * BK * (SA + SB) > BM * BN ? 2 * BK * (SA + SB) : BM * BN;
-    __shared__ __align__(16) float smem[SMEM];   // As[2][BK*SA], Bs[2][BK*SB]; the cluster reduction reuses it
+    constexpr int SMEM = ST * (TA::FLOATS + TB::FLOATS) > BM * BN ? ST * (TA::FLOATS + TB::FLOATS) : BM * BN;
+    static_assert(SMEM * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
+    static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "TM, TN, BK must be multiples of 4");
+    __shared__ __align__(16) float smem[SMEM];   // ST stages of (A tile, B tile); the cluster reduction reuses it
 
     const int tid = threadIdx.x;
     const int tx = tid % (BN / TN), ty = tid / (BN / TN);
@@ -218,9 +263,6 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     const int kbeg = blockIdx.z * kchunk;
     const int kend = min(K, kbeg + kchunk);
     const int ntiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
-
-    MfTileLoader<BM, BK, NT, A_KC> la;
-    MfTileLoader<BN, BK, NT, B_KC> lb;
     const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
 
     float acc[TM][TN];
@@ -229,90 +271,94 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
         #pragma unroll
         for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
 
-    if (ntiles > 0) {
-        la.load(A, M, lda, m0, kbeg, kend, tid, vec);
-        lb.load(B, N, ldb, n0, kbeg, kend, tid, vec);
-        la.template store<SA, false>((smem + (0) * BK * SA), tid);
-        lb.template store<SB, false>((smem + 2 * BK * SA + (0) * BK * SB), tid);
-        __syncthreads();
-    }
-    for (int t = 0; t < ntiles; t++) {
-        const int buf = t & 1;
-        if (t + 1 < ntiles) {   // next tile's loads in flight during this tile's math
-            la.load(A, M, lda, m0, kbeg + (t + 1) * BK, kend, tid, vec);
-            lb.load(B, N, ldb, n0, kbeg + (t + 1) * BK, kend, tid, vec);
-        }
-        const float* as = (smem + (buf) * BK * SA);
-        const float* bs = (smem + 2 * BK * SA + (buf) * BK * SB);
+    mf_mainloop<BM, BN, BK, ST, TA, TB>(smem, A, B, M, N, lda, ldb, m0, n0, kbeg, kend, ntiles, tid, vec != 0,
+        [&](const float* as, const float* bs) {
         #pragma unroll
-        for (int k = 0; k < BK; k++) {
-            float a[TM], b[TN];
+        for (int k4 = 0; k4 < BK; k4 += 4) {
+            float a[4][TM], b[4][TN];
             #pragma unroll
-            for (int g = 0; g < TM / 4; g++) {
-                float4 v = *reinterpret_cast<const float4*>(&as[k * SA + g * RM + ty * 4]);
-                a[g * 4 + 0] = v.x; a[g * 4 + 1] = v.y; a[g * 4 + 2] = v.z; a[g * 4 + 3] = v.w;
+            for (int i = 0; i < (A_KC ? TM : TM / 4); i++) {
+                if constexpr (A_KC) {
+                    const float4 v = *reinterpret_cast<const float4*>(&as[(ty + i * (BM / TM)) * TA::LD + k4]);
+                    a[0][i] = v.x; a[1][i] = v.y; a[2][i] = v.z; a[3][i] = v.w;
+                } else {
+                    #pragma unroll
+                    for (int kk = 0; kk < 4; kk++) {
+                        const float4 v = *reinterpret_cast<const float4*>(&as[(k4 + kk) * TA::LD + i * RM + ty * 4]);
+                        a[kk][i * 4 + 0] = v.x; a[kk][i * 4 + 1] = v.y; a[kk][i * 4 + 2] = v.z; a[kk][i * 4 + 3] = v.w;
+                    }
+                }
             }
             #pragma unroll
-            for (int g = 0; g < TN / 4; g++) {
-                float4 v = *reinterpret_cast<const float4*>(&bs[k * SB + g * RN + tx * 4]);
-                b[g * 4 + 0] = v.x; b[g * 4 + 1] = v.y; b[g * 4 + 2] = v.z; b[g * 4 + 3] = v.w;
+            for (int j = 0; j < (B_KC ? TN : TN / 4); j++) {
+                if constexpr (B_KC) {
+                    const float4 v = *reinterpret_cast<const float4*>(&bs[(tx + j * (BN / TN)) * TB::LD + k4]);
+                    b[0][j] = v.x; b[1][j] = v.y; b[2][j] = v.z; b[3][j] = v.w;
+                } else {
+                    #pragma unroll
+                    for (int kk = 0; kk < 4; kk++) {
+                        const float4 v = *reinterpret_cast<const float4*>(&bs[(k4 + kk) * TB::LD + j * RN + tx * 4]);
+                        b[kk][j * 4 + 0] = v.x; b[kk][j * 4 + 1] = v.y; b[kk][j * 4 + 2] = v.z; b[kk][j * 4 + 3] = v.w;
+                    }
+                }
             }
             #pragma unroll
-            for (int i = 0; i < TM; i++)
+            for (int kk = 0; kk < 4; kk++)
                 #pragma unroll
-                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                for (int i = 0; i < TM; i++)
+                    #pragma unroll
+                    for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[kk][i], b[kk][j], acc[i][j]);
         }
-        if (t + 1 < ntiles) {
-            la.template store<SA, false>((smem + (buf ^ 1) * BK * SA), tid);
-            lb.template store<SB, false>((smem + 2 * BK * SA + (buf ^ 1) * BK * SB), tid);
-        }
-        __syncthreads();
-    }
+    });
 
+    // the tile coordinates of acc[i][j]
+    #define MF_ROW(i) (A_KC ? ty + (i) * (BM / TM) : ((i) / 4) * RM + ty * 4 + ((i) % 4))
+    #define MF_COL(j) (B_KC ? tx + (j) * (BN / TN) : ((j) / 4) * RN + tx * 4 + ((j) % 4))
     if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
-            for (int g = 0; g < TN / 4; g++)
-                *reinterpret_cast<float4*>(&smem[((i / 4) * RM + ty * 4 + (i % 4)) * BN + g * RN + tx * 4]) =
-                    make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
+            for (int j = 0; j < TN; j++) smem[MF_ROW(i) * BN + MF_COL(j)] = acc[i][j];
         mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, epi);
         return;
     }
 
-    // epilogue
     float* Cz = C + (size_t)blockIdx.z * M * N;
     #pragma unroll
     for (int i = 0; i < TM; i++) {
-        const int m = m0 + (i / 4) * RM + ty * 4 + (i % 4);
+        const int m = m0 + MF_ROW(i);
         if (m >= M) continue;
-        #pragma unroll
-        for (int g = 0; g < TN / 4; g++) {
-            const int n = n0 + g * RN + tx * 4;
-            float v[4];
+        if (!B_KC && vec) {   // 4 neighbouring columns, N % 4 == 0: all four in range or none
             #pragma unroll
-            for (int j = 0; j < 4; j++) v[j] = acc[i][g * 4 + j];
-            if (vec && n < N) {  // N % 4 == 0: all four in range
-                #pragma unroll
-                for (int j = 0; j < 4; j++) v[j] = mf_epilogue(v[j], m, n + j, N, epi);
-                *reinterpret_cast<float4*>(&Cz[(size_t)m * N + n]) = make_float4(v[0], v[1], v[2], v[3]);
-            } else if (!vec) {
-                #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    if (n + j < N) Cz[(size_t)m * N + n + j] = mf_epilogue(v[j], m, n + j, N, epi);
+            for (int g = 0; g < TN / 4; g++) {
+                const int n = n0 + g * RN + tx * 4;
+                if (n < N) {
+                    float v[4];
+                    #pragma unroll
+                    for (int j = 0; j < 4; j++) v[j] = mf_epilogue(acc[i][g * 4 + j], m, n + j, N, epi);
+                    *reinterpret_cast<float4*>(&Cz[(size_t)m * N + n]) = make_float4(v[0], v[1], v[2], v[3]);
+                }
+            }
+        } else {
+            #pragma unroll
+            for (int j = 0; j < TN; j++) {
+                const int n = n0 + MF_COL(j);
+                if (n < N) Cz[(size_t)m * N + n] = mf_epilogue(acc[i][j], m, n, N, epi);
             }
         }
     }
+    #undef MF_ROW
+    #undef MF_COL
 }
 
 // ----------------------------------------------------------------------------
 // TF32 kernel: block tile BM x BN, warps of WM x WN, each warp (WM/16) x (WN/8) mma.m16n8k8 tiles.
-// Same loading as the FP32 kernel; values are rounded to TF32 (cvt.rna) when stored to shared.
 // Fragment layouts (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, q = lane % 4:
 //   a0 (g, q) a1 (g+8, q) a2 (g, q+4) a3 (g+8, q+4)        A is 16 x 8 (row, k)
 //   b0 (k=q, n=g) b1 (k=q+4, n=g)                           B is 8 x 8 (k, n)
 //   c0 (g, 2q) c1 (g, 2q+1) c2 (g+8, 2q) c3 (g+8, 2q+1)    C is 16 x 8
-// Shared rows are padded by 8 floats, so the fragment reads S[q][g] hit 32 different banks.
+// Shared rows: k-contiguous tiles have BK + 4 floats (S[g][q]: bank 4g + q, all 32 differ), the
+// others BD + 8 (S[q][g]: bank 8q + g). Elements are rounded to TF32 (cvt.rna) as they are read.
 
 __device__ __forceinline__ void mf_mma_tf32(float* c, const uint32_t* a, const uint32_t* b) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
@@ -321,16 +367,18 @@ __device__ __forceinline__ void mf_mma_tf32(float* c, const uint32_t* a, const u
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template<int BM, int BN, int BK, int WM, int WN, bool A_KC, bool B_KC>
+template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
                         int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
     constexpr int NT = (BM / WM) * (BN / WN) * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
-    constexpr int PAD = 8;
-    constexpr int SA = BM + PAD, SB = BN + PAD;
-    constexpr int SMEM = 2 * BK * (SA + SB) > BM * BN ? 2 * BK * (SA + SB) : BM * BN;
-    __shared__ __align__(16) float smem[SMEM];   // As[2][BK*SA], Bs[2][BK*SB]; the cluster reduction reuses it
+    typedef MfTile<BM, BK, NT, A_KC, 8> TA;
+    typedef MfTile<BN, BK, NT, B_KC, 8> TB;
+    constexpr int SMEM = ST * (TA::FLOATS + TB::FLOATS) > BM * BN ? ST * (TA::FLOATS + TB::FLOATS) : BM * BN;
+    static_assert(SMEM * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
+    static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "BK % 8, WM % 16, WN % 8");
+    __shared__ __align__(16) float smem[SMEM];
 
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
@@ -340,9 +388,6 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     const int kbeg = blockIdx.z * kchunk;
     const int kend = min(K, kbeg + kchunk);
     const int ntiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
-
-    MfTileLoader<BM, BK, NT, A_KC> la;
-    MfTileLoader<BN, BK, NT, B_KC> lb;
     const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
 
     float acc[MI][NI][4];
@@ -353,49 +398,36 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
             #pragma unroll
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
 
-    if (ntiles > 0) {
-        la.load(A, M, lda, m0, kbeg, kend, tid, vec);
-        lb.load(B, N, ldb, n0, kbeg, kend, tid, vec);
-        la.template store<SA, true>((smem + (0) * BK * SA), tid);
-        lb.template store<SB, true>((smem + 2 * BK * SA + (0) * BK * SB), tid);
-        __syncthreads();
-    }
-    for (int t = 0; t < ntiles; t++) {
-        const int buf = t & 1;
-        if (t + 1 < ntiles) {
-            la.load(A, M, lda, m0, kbeg + (t + 1) * BK, kend, tid, vec);
-            lb.load(B, N, ldb, n0, kbeg + (t + 1) * BK, kend, tid, vec);
-        }
-        const float* as = (smem + (buf) * BK * SA);
-        const float* bs = (smem + 2 * BK * SA + (buf) * BK * SB);
+    // A(row, k) and B(k, col) of the tile in shared memory, whatever the layout
+    #define MF_SA(r, k) (A_KC ? as[(r) * TA::LD + (k)] : as[(k) * TA::LD + (r)])
+    #define MF_SB(k, c) (B_KC ? bs[(c) * TB::LD + (k)] : bs[(k) * TB::LD + (c)])
+    mf_mainloop<BM, BN, BK, ST, TA, TB>(smem, A, B, M, N, lda, ldb, m0, n0, kbeg, kend, ntiles, tid, vec != 0,
+        [&](const float* as, const float* bs) {
         #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
             uint32_t af[MI][4], bf[NI][2];
             #pragma unroll
             for (int i = 0; i < MI; i++) {
                 const int r = wm + i * 16 + g;
-                af[i][0] = __float_as_uint(as[(kk + q) * SA + r]);
-                af[i][1] = __float_as_uint(as[(kk + q) * SA + r + 8]);
-                af[i][2] = __float_as_uint(as[(kk + q + 4) * SA + r]);
-                af[i][3] = __float_as_uint(as[(kk + q + 4) * SA + r + 8]);
+                af[i][0] = mf_to_tf32(MF_SA(r, kk + q));
+                af[i][1] = mf_to_tf32(MF_SA(r + 8, kk + q));
+                af[i][2] = mf_to_tf32(MF_SA(r, kk + q + 4));
+                af[i][3] = mf_to_tf32(MF_SA(r + 8, kk + q + 4));
             }
             #pragma unroll
             for (int j = 0; j < NI; j++) {
                 const int c = wn + j * 8 + g;
-                bf[j][0] = __float_as_uint(bs[(kk + q) * SB + c]);
-                bf[j][1] = __float_as_uint(bs[(kk + q + 4) * SB + c]);
+                bf[j][0] = mf_to_tf32(MF_SB(kk + q, c));
+                bf[j][1] = mf_to_tf32(MF_SB(kk + q + 4, c));
             }
             #pragma unroll
             for (int i = 0; i < MI; i++)
                 #pragma unroll
                 for (int j = 0; j < NI; j++) mf_mma_tf32(acc[i][j], af[i], bf[j]);
         }
-        if (t + 1 < ntiles) {
-            la.template store<SA, true>((smem + (buf ^ 1) * BK * SA), tid);
-            lb.template store<SB, true>((smem + 2 * BK * SA + (buf ^ 1) * BK * SB), tid);
-        }
-        __syncthreads();
-    }
+    });
+    #undef MF_SA
+    #undef MF_SB
 
     if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
@@ -438,8 +470,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 }
 
 // ----------------------------------------------------------------------------
-// split-K reduce: C[i] = epilogue( part[0][i] + part[1][i] + ... ), always in this order.
-// part is (splits, M, N). 4 elements per thread when N % 4 == 0 (VEC), else 1.
+// split-K reduce (only without clusters): C[i] = epilogue( part[0][i] + part[1][i] + ... ), always in
+// this order. part is (splits, M, N). 4 elements per thread when N % 4 == 0 (VEC), else 1.
 
 template<bool VEC>
 __global__ void matmul_fast_splitk_reduce_kernel(float* __restrict__ C, const float* __restrict__ part,
@@ -469,20 +501,34 @@ __global__ void matmul_fast_splitk_reduce_kernel(float* __restrict__ C, const fl
 // ----------------------------------------------------------------------------
 // planning: which tile, how many K splits
 
-// the tile configurations; dev/cuda/matmul_forward.cu can force one through matmul_fast_force_cfg
-typedef struct { int bm, bn, bk; float eff; const char* name; } MatmulFastCfg;
-#define MF_NUM_FP32_CFGS 4
-#define MF_NUM_TF32_CFGS 3
+// the tile configurations (keep in step with the switch in mf_launch_kernel); dev/cuda/matmul_forward.cu
+// can force one through matmul_fast_force_cfg / matmul_fast_force_splits.
+// tm x tn: FP32, the thread's register block; TF32, the warp's tile. st: pipeline stages.
+// eff, fill, occ: the cost model of mf_cost (below), fitted to the timings of every tile x split on the
+// trainer's 24 shapes by `dev/cuda/matmul_forward sweep` on an H200 (dev/cuda/results/sweep_h200.csv);
+// with them the pick is within 87-100% of the fastest configuration on each shape (see the README).
+typedef struct { int bm, bn, bk, tm, tn, st; float eff, fill; int occ; const char* name; } MatmulFastCfg;
+// Configurations with eff = 0 are never picked: candidates that only the sweep runs.
+#define MF_NUM_FP32_CFGS 8
+#define MF_NUM_TF32_CFGS 7
 static const MatmulFastCfg mf_fp32_cfgs[MF_NUM_FP32_CFGS] = {
-    { 64, 128, 16, 0.60f, "64x128x16 t8x8"},
-    { 64,  64, 16, 0.80f, "64x64x16 t4x4"},
-    { 32,  64, 32, 1.00f, "32x64x32 t4x4"},
-    { 32,  32, 32, 0.90f, "32x32x32 t4x4"},
+    { 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, "64x128x16 t8x8 s3 128thr"},
+    { 64,  64, 16, 4, 4, 4, 0.61f, 19.0f, 3, "64x64x16 t4x4 s4 256thr"},
+    { 32,  64, 32, 4, 4, 3, 0.52f, 30.0f, 3, "32x64x32 t4x4 s3 128thr"},
+    { 32,  32, 32, 4, 4, 4, 0.50f,  1.5f, 4, "32x32x32 t4x4 s4 64thr"},
+    { 32,  64, 16, 4, 4, 4, 3.00f, 13.0f, 4, "32x64x16 t4x4 s4 128thr"},
+    { 64,  64, 16, 8, 4, 4, 0.00f,  0.0f, 1, "64x64x16 t8x4 s4 128thr (sweep only)"},
+    { 32, 128, 16, 4, 8, 3, 0.00f,  0.0f, 1, "32x128x16 t4x8 s3 128thr (sweep only)"},
+    { 32,  64, 16, 4, 4, 2, 0.00f,  0.0f, 1, "32x64x16 t4x4 s2 128thr (sweep only)"},
 };
 static const MatmulFastCfg mf_tf32_cfgs[MF_NUM_TF32_CFGS] = {
-    { 64,  64, 32, 1.00f, "64x64x32 w32x32"},
-    { 32,  64, 32, 0.90f, "32x64x32 w16x32"},
-    { 32,  32, 32, 0.80f, "32x32x32 w16x16"},
+    { 64,  64, 16, 32, 32, 4, 0.07f, 65.0f, 1, "64x64x16 w32x32 s4 128thr"},
+    { 32,  64, 32, 16, 32, 3, 0.86f, 14.0f, 4, "32x64x32 w16x32 s3 128thr"},
+    { 32,  32, 32, 16, 16, 4, 0.89f,  1.0f, 1, "32x32x32 w16x16 s4 128thr"},
+    { 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, "64x128x16 w32x64 s3 128thr"},
+    { 64,  64, 16, 32, 16, 4, 1.40f,  4.0f, 1, "64x64x16 w32x16 s4 256thr"},
+    { 32,  64, 16, 16, 32, 4, 0.00f,  0.0f, 1, "32x64x16 w16x32 s4 128thr (sweep only)"},
+    { 32,  64, 32, 16, 16, 3, 0.00f,  0.0f, 1, "32x64x32 w16x16 s3 256thr (sweep only)"},
 };
 static int matmul_fast_force_cfg = -1;     // dev only: -1 = choose by shape
 static int matmul_fast_force_splits = 0;   // dev only: 0 = choose by shape
@@ -496,61 +542,64 @@ static int mf_num_sms(void) {
     static int sms = 0;
     if (sms == 0) {
         int dev = 0;
-        MF_CHECK(cudaGetDevice(&dev));
-        MF_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        cudaCheck(cudaGetDevice(&dev));
+        cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     }
     return sms;
 }
 
-static int mf_has_clusters(void) {   // compute capability 9.0 or newer
-    static int cc = -1;
-    if (cc < 0) {
-        int dev = 0;
-        MF_CHECK(cudaGetDevice(&dev));
-        MF_CHECK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev));
+// Clusters need sm_90 in the code that runs, not only in the GPU: a build for an older target
+// compiles the cluster reduction out (mf_cluster_reduce), and would silently drop the partial sums.
+// So ask what was compiled: the PTX target (__CUDA_ARCH__ when the kernels were compiled) and the
+// machine code of the kernels that will run on this GPU.
+static int mf_has_clusters(void) {
+    static int has = -1;
+    if (has < 0) {
+        cudaFuncAttributes fa;
+        cudaCheck(cudaFuncGetAttributes(&fa, matmul_fast_splitk_reduce_kernel<true>));
+        has = fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
     }
-    return cc >= 9;
+    return has;
 }
 
-// Tile: the busiest multiprocessor gets ceil(blocks / SMs) tiles of BM*BN outputs; eff (measured on an
-// H200 by `dev/cuda/matmul_forward sweep`) says how fast a tile size runs. Cheapest wins.
-// Splits: while the grid has fewer than two blocks per SM, double the K splits (up to 8, the portable
-// cluster size), keeping at least two BK steps per split: the loop over K is a chain of dependent
-// tile loads, and short outputs with long K (784 -> 128 at batch 64) are latency-bound on it.
+// Cost of a (tile, split) choice: blocks run in waves of occ per SM; each block walks its K slice in
+// BK steps plus a fixed cost of `fill` steps (pipeline fill, epilogue, the cluster reduction), at a
+// relative speed eff. A model, not a simulation: its numbers are whatever ranks the measured
+// configurations best (eff and fill trade off against each other), so refit them with the sweep on
+// another GPU. The cheapest choice wins.
+static float mf_cost(const MatmulFastCfg* c, int M, int N, int K, int splits) {
+    const long tiles = (long)mf_ceil_div(M, c->bm) * mf_ceil_div(N, c->bn);
+    const long slots = (long)mf_num_sms() * c->occ;
+    const long waves = (tiles * splits + slots - 1) / slots;
+    const int steps = mf_ceil_div(mf_ceil_div(K, splits), c->bk);
+    return (float)waves * c->bm * c->bn * c->bk * ((float)steps + c->fill) / c->eff;
+}
+
 static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int have_scratch) {
     const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
     const int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
-    const int sms = mf_num_sms();
-    MatmulFastPlan p = {0, 1, K, 0};
-    if (matmul_fast_force_cfg >= 0 && matmul_fast_force_cfg < ncfg) {
-        p.cfg = matmul_fast_force_cfg;
-    } else {
-        float best = 1e30f;
-        for (int c = 0; c < ncfg; c++) {
-            long blocks = (long)mf_ceil_div(M, cfgs[c].bm) * mf_ceil_div(N, cfgs[c].bn);
-            float cost = (float)((blocks + sms - 1) / sms) * cfgs[c].bm * cfgs[c].bn / cfgs[c].eff;
-            if (cost < best) { best = cost; p.cfg = c; }
-        }
-    }
     const int cluster = mf_has_clusters();
-    if (!cluster && !have_scratch) return p;
-    const int bk = cfgs[p.cfg].bk;
-    const long blocks = (long)mf_ceil_div(M, cfgs[p.cfg].bm) * mf_ceil_div(N, cfgs[p.cfg].bn);
-    int splits = 1;
-    if (matmul_fast_force_splits > 0) {
-        splits = matmul_fast_force_splits;
-    } else {
-        while (splits < 8 && blocks * splits * 2 <= 2L * sms && K / (splits * 2) >= 2 * bk) splits *= 2;
-    }
-    if (cluster && splits > 8) splits = 8;
-    if (splits > 1) {
-        int chunk = mf_ceil_div(mf_ceil_div(K, splits), bk) * bk;
-        if (cluster) {   // a cluster always has `splits` blocks; trailing ones may get an empty slice
-            p.splits = splits;
-        } else {
-            p.splits = mf_ceil_div(K, chunk);
+    const int can_split = cluster || have_scratch;
+    MatmulFastPlan p = {0, 1, K, 0};
+    float best = 1e30f;
+    for (int c = 0; c < ncfg; c++) {
+        if (matmul_fast_force_cfg >= 0 ? c != matmul_fast_force_cfg : cfgs[c].eff <= 0.0f) continue;
+        for (int s = 1; s <= 8; s *= 2) {
+            if (matmul_fast_force_splits > 0 && s != matmul_fast_force_splits) continue;
+            if (s > 1 && (!can_split || K / s < cfgs[c].bk)) continue;   // every split at least one BK step
+            const float cost = mf_cost(&cfgs[c], M, N, K, s);
+            if (cost < best) { best = cost; p.cfg = c; p.splits = s; }
         }
-        p.kchunk = chunk;
+    }
+    if (best == 1e30f) {   // a forced choice that is not possible here: the forced tile, no split
+        p.cfg = matmul_fast_force_cfg >= 0 && matmul_fast_force_cfg < ncfg ? matmul_fast_force_cfg : 0;
+        p.splits = 1;
+    }
+    if (p.splits > 1) {
+        const int bk = cfgs[p.cfg].bk;
+        const int chunk = mf_ceil_div(mf_ceil_div(K, p.splits), bk) * bk;
+        if (!cluster) p.splits = mf_ceil_div(K, chunk);   // a cluster always has `splits` blocks;
+        p.kchunk = chunk;                                 // trailing ones may get an empty slice
         p.cluster = cluster;
     }
     if (p.splits <= 1) { p.splits = 1; p.kchunk = K; p.cluster = 0; }
@@ -563,8 +612,7 @@ static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int have_scratch) {
 template<bool A_KC, bool B_KC>
 static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float* A, const float* B,
                              int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi, cudaStream_t s) {
-    cudaLaunchConfig_t lc;
-    memset(&lc, 0, sizeof(lc));
+    cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr[1];
     lc.gridDim = grid;
     lc.stream = s;
@@ -576,29 +624,37 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
         lc.attrs = attr;
         lc.numAttrs = 1;
     }
-#define MF_FP32(BM, BN, BK, TM, TN) do { lc.blockDim = dim3((BM / TM) * (BN / TN)); \
-    MF_CHECK(cudaLaunchKernelEx(&lc, matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, A_KC, B_KC>, \
-                                C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
-#define MF_TF32(BM, BN, BK, WM, WN) do { lc.blockDim = dim3((BM / WM) * (BN / WN) * 32); \
-    MF_CHECK(cudaLaunchKernelEx(&lc, matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, A_KC, B_KC>, \
-                                C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
+#define MF_FP32(BM, BN, BK, TM, TN, ST) do { lc.blockDim = dim3((BM / TM) * (BN / TN)); \
+    cudaCheck(cudaLaunchKernelEx(&lc, matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>, \
+                                 C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
+#define MF_TF32(BM, BN, BK, WM, WN, ST) do { lc.blockDim = dim3((BM / WM) * (BN / WN) * 32); \
+    cudaCheck(cudaLaunchKernelEx(&lc, matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>, \
+                                 C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
     if (!tf32) {   // keep in step with mf_fp32_cfgs
         switch (cfg) {
-            case 0: MF_FP32(64, 128, 16, 8, 8); break;
-            case 1: MF_FP32(64, 64, 16, 4, 4); break;
-            case 2: MF_FP32(32, 64, 32, 4, 4); break;
-            default: MF_FP32(32, 32, 32, 4, 4); break;
+            case 0: MF_FP32(64, 128, 16, 8, 8, 3); break;
+            case 1: MF_FP32(64, 64, 16, 4, 4, 4); break;
+            case 2: MF_FP32(32, 64, 32, 4, 4, 3); break;
+            case 3: MF_FP32(32, 32, 32, 4, 4, 4); break;
+            case 4: MF_FP32(32, 64, 16, 4, 4, 4); break;
+            case 5: MF_FP32(64, 64, 16, 8, 4, 4); break;
+            case 6: MF_FP32(32, 128, 16, 4, 8, 3); break;
+            default: MF_FP32(32, 64, 16, 4, 4, 2); break;
         }
     } else {       // keep in step with mf_tf32_cfgs
         switch (cfg) {
-            case 0: MF_TF32(64, 64, 32, 32, 32); break;
-            case 1: MF_TF32(32, 64, 32, 16, 32); break;
-            default: MF_TF32(32, 32, 32, 16, 16); break;
+            case 0: MF_TF32(64, 64, 16, 32, 32, 4); break;
+            case 1: MF_TF32(32, 64, 32, 16, 32, 3); break;
+            case 2: MF_TF32(32, 32, 32, 16, 16, 4); break;
+            case 3: MF_TF32(64, 128, 16, 32, 64, 3); break;
+            case 4: MF_TF32(64, 64, 16, 32, 16, 4); break;
+            case 5: MF_TF32(32, 64, 16, 16, 32, 4); break;
+            default: MF_TF32(32, 64, 32, 16, 16, 3); break;
         }
     }
 #undef MF_FP32
 #undef MF_TF32
-    MF_CHECK(cudaGetLastError());
+    cudaCheck(cudaGetLastError());
 }
 
 static inline bool mf_aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
@@ -630,7 +686,7 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
             matmul_fast_splitk_reduce_kernel<false><<<(unsigned)((MN + threads - 1) / threads), threads, 0, s>>>(
                 C, scratch, p.splits, M, N, epi);
         }
-        MF_CHECK(cudaGetLastError());
+        cudaCheck(cudaGetLastError());
     }
 }
 

@@ -12,13 +12,8 @@
 // ----------------------------------------------------------------------------
 // checked calls
 
-static void cuda_check(cudaError_t err, const char* file, int line) {
-    if (err != cudaSuccess) {
-        fprintf(stderr, "[CUDA ERROR] at %s:%d: %s\n", file, line, cudaGetErrorString(err));
-        exit(EXIT_FAILURE);
-    }
-}
-#define cudaCheck(err) (cuda_check((err), __FILE__, __LINE__))
+// cudaCheck is the project's: one line, `error: file:line: CUDA error: <string> ---> try: <hint>`
+#include "../../kernels/common.cuh"
 
 static void* malloc_check(size_t size, const char* file, int line) {
     void* p = malloc(size);

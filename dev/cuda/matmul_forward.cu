@@ -39,8 +39,9 @@ Outputs are filled with NaN before every validated run, so an element a kernel n
 #endif
 #include "../../kernels/matmul_fast.cuh"
 
-#define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-    fprintf(stderr, "[cuBLAS ERROR] at %s:%d: status %d\n", __FILE__, __LINE__, (int)s_); exit(EXIT_FAILURE); } } while (0)
+#define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { fflush(stdout); \
+    fprintf(stderr, "error: %s:%d: cuBLAS error: status %d ---> try: check the shapes and leading dimensions\n", \
+            __FILE__, __LINE__, (int)s_); exit(EXIT_FAILURE); } } while (0)
 
 // ----------------------------------------------------------------------------
 // a problem: one product of one layer
@@ -397,39 +398,78 @@ static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product
     return make_problem(bench_batches[bi], bench_layers[li][0], bench_layers[li][1], prod);
 }
 
-static void sweep(void) {
+static int sweep(const char* csv_file) {
     printf("\nsweep: every tile configuration (c) and K split (s) of versions 5 and 6 (ms per call, median);"
            " * = the heuristic's pick\n");
+    // every configuration and split must be right on odd shapes too, not only the heuristic's picks
+    int failed = 0, passed = 0;
+    const int odd[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {1, 1, 1}, {65, 130, 129}, {256, 1024, 10}};
+    for (int si = 0; si < 6; si++)
+        for (int prod = 0; prod < 3; prod++) {
+            Problem p = make_problem(odd[si][0], odd[si][1], odd[si][2], prod);
+            Bufs b; bufs_init(&b, p, 1);
+            for (int tf32 = 0; tf32 < 2; tf32++)
+                for (int c = 0; c < (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS); c++)
+                    for (int sp = 1; sp <= 8; sp *= 2) {
+                        matmul_fast_force_cfg = c;
+                        matmul_fast_force_splits = sp;
+                        int ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, forced)", 0);
+                        if (!ok) printf("    ^ forced c%d/s%d\n", c, sp);
+                        passed += ok; failed += !ok;
+                    }
+            matmul_fast_force_cfg = -1;
+            matmul_fast_force_splits = 0;
+            bufs_free(&b);
+        }
+    printf("every configuration x split on odd shapes: %d passed, %d failed\n", passed, failed);
+    FILE* csv = fopenCheck(csv_file, "w");
+    fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
     for (int i = 0; i < NPROB; i++) {
         Problem p = bench_problem(i);
-        Bufs b; bufs_init(&b, p, 0);
+        Bufs b; bufs_init(&b, p, 1);
         printf("%-7s B=%-3d %4d->%-4d M %4d N %4d K %4d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
         for (int tf32 = 0; tf32 < 2; tf32++) {
             MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
             int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
-            printf(tf32 ? " TF32:" : " FP32:");
+            const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
+            float best = 1e30f; int bc = 0, bs = 0;
             for (int c = 0; c < ncfg; c++) {
-                int split_opts[4] = {1, 2, 4, 8};
-                for (int si = 0; si < 4; si++) {
-                    if (split_opts[si] > 1 && p.K / split_opts[si] < 32) continue;
+                for (int sp = 1; sp <= 8; sp *= 2) {
+                    if (sp > 1 && p.K / sp < cfgs[c].bk) continue;
                     matmul_fast_force_cfg = c;
-                    matmul_fast_force_splits = split_opts[si];
+                    matmul_fast_force_splits = sp;
+                    MatmulFastPlan got = mf_plan(p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
+                    if (got.cfg != c || (got.splits > 1) != (sp > 1)) continue;   // not possible here (no scratch)
+                    int ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, before)", 0);
                     float ms = time_version(tf32 ? 6 : 5, &b);
-                    int is_pick = c == pick.cfg && pick.splits == split_opts[si];
-                    printf(" c%d/s%d %.4f%s", c, split_opts[si], ms, is_pick ? "*" : "");
+                    ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, after)", 0) && ok;
+                    if (!ok) printf("    ^ forced c%d/s%d\n", c, sp);
+                    passed += ok; failed += !ok;
+                    int is_pick = c == pick.cfg && pick.splits == sp;
+                    fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.6f,%d\n", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M,
+                            p.N, p.K, tf32, c, sp, ms, is_pick);
+                    if (ms < best) { best = ms; bc = c; bs = sp; }
                 }
             }
             matmul_fast_force_cfg = -1;
             matmul_fast_force_splits = 0;
+            matmul_fast_force_cfg = pick.cfg; matmul_fast_force_splits = pick.splits;
+            float pms = time_version(tf32 ? 6 : 5, &b);
+            matmul_fast_force_cfg = -1; matmul_fast_force_splits = 0;
+            printf(" %s best c%d/s%d %.4f pick c%d/s%d %.4f (%.0f%%)", tf32 ? "TF32" : "FP32", bc, bs, best, pick.cfg,
+                   pick.splits, pms, 100.0 * best / pms);
         }
         printf("\n");
+        fflush(stdout);
         bufs_free(&b);
     }
+    fclose(csv);
     printf("configs FP32:");
     for (int c = 0; c < MF_NUM_FP32_CFGS; c++) printf(" c%d %s;", c, mf_fp32_cfgs[c].name);
     printf("\nconfigs TF32:");
     for (int c = 0; c < MF_NUM_TF32_CFGS; c++) printf(" c%d %s;", c, mf_tf32_cfgs[c].name);
-    printf("\n");
+    printf("\nwrote %s\nsweep: %d passed, %d failed\n", csv_file, passed, failed);
+    return failed;
 }
 
 int main(int argc, char** argv) {
@@ -437,7 +477,17 @@ int main(int argc, char** argv) {
     print_gpu_name();
     cublasCheck(cublasCreate(&cublas_handle));
     cublasCheck(cublasSetMathMode(cublas_handle, CUBLAS_DEFAULT_MATH));
-    if (argc > 1 && strcmp(argv[1], "sweep") == 0) { sweep(); return EXIT_SUCCESS; }
+    {
+        cudaFuncAttributes fa;
+        cudaCheck(cudaFuncGetAttributes(&fa, matmul_fast_splitk_reduce_kernel<true>));
+        printf("matmul_fast: compiled for PTX %d, machine code sm_%d: K splits %s\n", fa.ptxVersion, fa.binaryVersion,
+               mf_has_clusters() ? "through thread-block clusters" : "through scratch (dweight only)");
+    }
+    if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
+        char sbuf[256];
+        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)));
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    }
     int only = argc > 1 ? atoi(argv[1]) : 0;
     if (argc > 1 && (only < 1 || only > 6)) {
         fprintf(stderr, "usage: %s [version 1..6 | sweep] [csv path]\n", argv[0]);
