@@ -505,8 +505,9 @@ __global__ void matmul_fast_splitk_reduce_kernel(float* __restrict__ C, const fl
 // can force one through matmul_fast_force_cfg / matmul_fast_force_splits.
 // tm x tn: FP32, the thread's register block; TF32, the warp's tile. st: pipeline stages.
 // eff, fill, occ: the cost model of mf_cost (below), fitted to the timings of every tile x split on the
-// trainer's 24 shapes by `dev/cuda/matmul_forward sweep` on an H200 (dev/cuda/results/sweep_h200.csv);
-// with them the pick is within 87-100% of the fastest configuration on each shape (see the README).
+// trainer's 24 shapes by `dev/cuda/matmul_forward sweep` on an H200 (dev/cuda/fit_plan.py over
+// dev/cuda/results/sweep_h200_run3.csv); measured again (results/sweep_h200.csv), the pick runs at
+// 81-100% of the speed of the fastest configuration on each shape, 87-97% on the batch-256 wide ones.
 typedef struct { int bm, bn, bk, tm, tn, st; float eff, fill; int occ; const char* name; } MatmulFastCfg;
 // Configurations with eff = 0 are never picked: candidates that only the sweep runs.
 #define MF_NUM_FP32_CFGS 8
