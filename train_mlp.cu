@@ -351,14 +351,7 @@ static int choose_path(const Config *c) {
 #ifndef TESTING
 int main(int argc, char **argv) {
     Config cfg;
-    config_defaults(&cfg, 1);
-    char err[512];
-    int rc = config_parse(&cfg, argc, argv, 1, err, sizeof(err));
-    if (rc == 1) {
-        config_usage(stdout, argv[0], 1);
-        return 0;
-    }
-    if (rc != 0) usage_error(argv[0], "%s", err);
+    config_from_command_line(&cfg, argc, argv, 1);
 
     cudaDeviceProp prop = require_gpu();
     Dataset train_host, test_host;

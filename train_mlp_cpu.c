@@ -292,14 +292,7 @@ void evaluate_cpu(ModelCPU *m, const Dataset *ds, double *loss, double *accuracy
 #ifndef TESTING
 int main(int argc, char **argv) {
     Config cfg;
-    config_defaults(&cfg, 0);
-    char err[512];
-    int rc = config_parse(&cfg, argc, argv, 0, err, sizeof(err));
-    if (rc == 1) {
-        config_usage(stdout, argv[0], 0);
-        return 0;
-    }
-    if (rc != 0) usage_error(argv[0], "%s", err);
+    config_from_command_line(&cfg, argc, argv, 0);
 
     Dataset train, test;
     const char *dataset = load_datasets_or_die(&cfg, argv[0], &train, &test);

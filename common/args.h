@@ -18,6 +18,8 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #include <stdlib.h>
 #include <string.h>
 
+#include "utils.h"  // usage_error
+
 #define MAX_LAYERS 16      // at most 16 weight layers (17 sizes)
 #define MAX_WIDTH 65536    // widest layer accepted
 
@@ -295,6 +297,19 @@ static inline void config_usage(FILE *f, const char *prog, int is_gpu) {
         fprintf(f, "  -%c %-6s %s (default: %s)\n", a->flag, a->meta, a->help, def);
     }
     fprintf(f, "  -h        this help\n");
+}
+
+// What a trainer's main does with its command line: the defaults, then the flags; -h prints
+// the usage screen and exits 0, a bad command line gets one line and exit code 2.
+static inline void config_from_command_line(Config *c, int argc, char **argv, int is_gpu) {
+    config_defaults(c, is_gpu);
+    char err[512];
+    int rc = config_parse(c, argc, argv, is_gpu, err, sizeof(err));
+    if (rc == 1) {
+        config_usage(stdout, argv[0], is_gpu);
+        exit(0);
+    }
+    if (rc != 0) usage_error(argv[0], "%s", err);
 }
 
 #endif // MLP_ARGS_H

@@ -35,6 +35,7 @@ Shapes as everywhere: B batch, IN/OUT a layer's features, W is (OUT, IN) row-maj
 #include "activation.cuh"
 #include "common.cuh"
 #include "sgd.cuh"
+#include "softmax_xent.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -242,21 +243,9 @@ __global__ void __launch_bounds__(PTHREADS) train_steps_persistent_kernel(Persis
                 grid.sync();
             }
         }
-        // softmax + cross-entropy, a thread per row (softmax_xent_forward_backward_kernel's math)
-        for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < bs; b += gridDim.x * blockDim.x) {
-            const float *z = a.acts[L] + (size_t)b * C;
-            float maxz = z[0];
-            for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
-            float sum = 0.0f;
-            for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
-            int label = a.labels[b];
-            float inv = 1.0f / sum;
-            for (int c = 0; c < C; c++) {
-                float p = expf(z[c] - maxz) * inv;
-                a.dacts[L][(size_t)b * C + c] = (p - (c == label ? 1.0f : 0.0f)) / bs;
-            }
-            a.losses[b] = logf(sum) + maxz - z[label];
-        }
+        // softmax + cross-entropy, a thread per row
+        for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < bs; b += gridDim.x * blockDim.x)
+            a.losses[b] = softmax_xent_row(a.dacts[L] + (size_t)b * C, a.acts[L] + (size_t)b * C, a.labels[b], C, bs);
         grid.sync();
         for (int l = L - 1; l >= 0; l--) {
             int IN = a.sizes[l], OUT = a.sizes[l + 1];

@@ -27,22 +27,28 @@ Versions:
 
 #define LOSS_THREADS 1024  // the one block of loss_mean_kernel, softmax_xent_fused_kernel and sum_two_kernel
 
+// One row, the math of softmax_xent_forward_backward_cpu: writes the row's dlogits (C) when
+// drow is not NULL and returns the row's loss. Every path's loss goes through here.
+__device__ __forceinline__ float softmax_xent_row(float *drow, const float *z, int label, int C, int B) {
+    float maxz = z[0];
+    for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
+    float sum = 0.0f;
+    for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
+    if (drow) {
+        for (int c = 0; c < C; c++) {
+            float p = expf(z[c] - maxz) / sum;
+            drow[c] = (p - (c == label ? 1.0f : 0.0f)) / B;
+        }
+    }
+    return logf(sum) + maxz - z[label];
+}
+
 // one thread per row
 __global__ void softmax_xent_forward_backward_kernel(float *dlogits, float *losses, const float *logits,
                                                      const int *labels, int B, int C) {
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= B) return;
-    const float *z = logits + (size_t)b * C;
-    float maxz = z[0];
-    for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
-    float sum = 0.0f;
-    for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
-    int label = labels[b];
-    losses[b] = logf(sum) + maxz - z[label];
-    for (int c = 0; c < C; c++) {
-        float p = expf(z[c] - maxz) / sum;
-        dlogits[(size_t)b * C + c] = (p - (c == label ? 1.0f : 0.0f)) / B;
-    }
+    losses[b] = softmax_xent_row(dlogits + (size_t)b * C, logits + (size_t)b * C, labels[b], C, B);
 }
 
 // Sums v[0..n) in one block: thread t adds v[t], v[t + blockDim], ... in order, then a tree
@@ -78,20 +84,8 @@ __global__ void __launch_bounds__(LOSS_THREADS)
     softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step, const float *logits,
                               const int *labels, int B, int C) {
     __shared__ double shared[LOSS_THREADS];
-    for (int b = threadIdx.x; b < B; b += blockDim.x) {
-        const float *z = logits + (size_t)b * C;
-        float maxz = z[0];
-        for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
-        float sum = 0.0f;
-        for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
-        int label = labels[b];
-        float inv = 1.0f / sum;
-        for (int c = 0; c < C; c++) {
-            float p = expf(z[c] - maxz) * inv;
-            dlogits[(size_t)b * C + c] = (p - (c == label ? 1.0f : 0.0f)) / B;
-        }
-        losses[b] = logf(sum) + maxz - z[label];
-    }
+    for (int b = threadIdx.x; b < B; b += blockDim.x)
+        losses[b] = softmax_xent_row(dlogits + (size_t)b * C, logits + (size_t)b * C, labels[b], C, B);
     __syncthreads();  // every row's loss is written before the block sums them
     double total = block_sum_fixed_order(losses, B, shared);
     if (threadIdx.x == 0) {
@@ -106,16 +100,10 @@ __global__ void softmax_xent_eval_kernel(float *losses, float *correct, const fl
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= B) return;
     const float *z = logits + (size_t)b * C;
-    float maxz = z[0];
     int best = 0;
     for (int c = 1; c < C; c++)
-        if (z[c] > maxz) {
-            maxz = z[c];
-            best = c;
-        }
-    float sum = 0.0f;
-    for (int c = 0; c < C; c++) sum += expf(z[c] - maxz);
-    losses[b] = logf(sum) + maxz - z[labels[b]];
+        if (z[c] > z[best]) best = c;
+    losses[b] = softmax_xent_row(NULL, z, labels[b], C, B);
     correct[b] = best == labels[b] ? 1.0f : 0.0f;
 }
 
