@@ -26,6 +26,7 @@ checks still run. Exit code 1 on any NOT OK. Flags: -v prints every step.
 #include "tests/ref_cpu.h"
 
 static int verbose = 0;
+static int sanitizer_subset = 0;  // -s: a few cases covering every kernel, for compute-sanitizer
 
 // ----------------------------------------------------------------------------
 // tolerances, per tensor and per kernel path
@@ -403,8 +404,10 @@ static void ref_check_gpu(const char *path, int fast) {  // simple or fast kerne
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0) verbose = 1;
+        else if (strcmp(argv[i], "-s") == 0) sanitizer_subset = 1;
         else {
-            fprintf(stderr, "usage: %s [-v]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-v] [-s]\n  -v  print every step\n  -s  only the cases a sanitizer needs: "
+                            "every kernel once, on the small and odd shapes\n", argv[0]);
             return 2;
         }
     }
@@ -427,6 +430,13 @@ int main(int argc, char **argv) {
     const int small[] = {784, 128, 10};
     const int odd[] = {784, 100, 37, 10};   // widths that are no multiple of any tile
     const int wide[] = {784, 1024, 1024, 10};
+    if (sanitizer_subset) {  // every kernel and path once, small enough for memcheck and racecheck
+        for (int path = 0; path <= 2; path++) gpu_vs_cpu(odd, 3, path == 1 ? ACT_RELU : ACT_TANH, 33, path, 0, 0);
+        gpu_vs_cpu(small, 2, ACT_SIGMOID, 64, PATH_PERSISTENT, 0, 0);
+        gpu_vs_cpu(odd, 3, ACT_SIGMOID, 33, PATH_GRAPH, 1, 1);
+        test_determinism();
+        return test_exit();
+    }
     for (int path = 0; path <= 2; path++) {
         for (int act = 0; act < 3; act++) {
             gpu_vs_cpu(small, 2, act, 64, path, 0, 0);
