@@ -42,6 +42,8 @@ import struct
 import subprocess
 import sys
 
+from bench_pytorch import DATA_DIRS, default_data_dir  # where the data is looked for, once
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Dense peak throughput, TFLOP/s, of the GH100 chip as sold in the SXM5 H100 and the H200
@@ -62,7 +64,6 @@ OUR_RUNS = [
     ("wide", "tf32", ["-x", "1"], True),
 ]
 COMPILE_MODES_PREFIX = "compile"
-DATA_DIRS = [".data/fashion-mnist", "/usr/share/datasets/fashion-mnist"]
 
 # issue 6's targets: (config, our mode, PyTorch mode, minimum speed-up)
 SPEED_TARGETS = [
@@ -86,13 +87,6 @@ def flops_per_sample(sizes):
 
 # -----------------------------------------------------------------------------
 # dataset and GPU facts
-
-
-def default_data_dir():
-    for d in DATA_DIRS:
-        if os.path.isdir(d):
-            return d
-    return DATA_DIRS[-1]
 
 
 def count_train_images(data_dir):

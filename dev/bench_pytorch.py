@@ -53,6 +53,8 @@ import sys
 import tempfile
 import time
 
+from pytorch_reference import set_tf32  # TF32 on/off through both of torch's APIs
+
 CONFIGS = {
     "small": dict(sizes=[784, 128, 10], act="sigmoid", batch=64, lr=0.1, momentum=0.9, weight_decay=0.0),
     "wide": dict(sizes=[784, 1024, 1024, 10], act="relu", batch=256, lr=0.1, momentum=0.9, weight_decay=0.0),
@@ -134,24 +136,6 @@ def default_data_dir():
 
 # -----------------------------------------------------------------------------
 # torch helpers
-
-
-def set_tf32(torch, enabled):
-    """TF32 on/off for matmuls (and cuDNN), through the legacy flags and, on torch >= 2.9,
-    the fp32_precision API too, so the two never disagree (inductor checks they agree)."""
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.backends.cuda.matmul.allow_tf32 = enabled
-        torch.backends.cudnn.allow_tf32 = enabled
-        prec = "tf32" if enabled else "ieee"
-        for obj in (getattr(torch.backends.cuda, "matmul", None),
-                    getattr(getattr(torch.backends, "cudnn", None), "conv", None)):
-            if obj is not None and hasattr(obj, "fp32_precision"):
-                try:
-                    obj.fp32_precision = prec
-                except Exception:
-                    pass
 
 
 def build_model(torch, sizes, act):
