@@ -14,7 +14,10 @@ What it runs, one after the other in this process tree:
        wide TF32  the same with -x 1                            (TF32 tensor cores)
      all with -l 0.1 -k 0.9 -n EPOCHS -s SEED -d DATA -o LOG.csv
   2. dev/bench_pytorch.py for both configurations in its modes (eager, eager_tf32, compile,
-     compile_cudagraphs), writing dev/out/bench_pytorch.json
+     compile_cudagraphs), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
+     every PyTorch run starts from train_mlp -s SEED's initial weights and takes its batches in
+     train_mlp's epoch order (dev/mlpcu_init.py), so the two sides do the same computation up to
+     float rounding and the accuracy comparison is not a matter of luck
 Then it prints one table and writes dev/out/bench.json, dev/out/bench.csv and
 dev/out/bench.md (a markdown table for the README, titled with the GPU's name and the date),
 and the pass/fail of issue 6's targets.
@@ -237,7 +240,7 @@ def run_pytorch(args):
         os.remove(json_path)
     cmd = [sys.executable, os.path.join(HERE, "bench_pytorch.py"), "--data", args.data,
            "--epochs", str(args.epochs), "--warmup", str(args.warmup), "--seed", str(args.seed),
-           "--config", "small,wide", "--modes", args.pytorch_modes, "--json", json_path]
+           "--init", "mlpcu", "--config", "small,wide", "--modes", args.pytorch_modes, "--json", json_path]
     print("-- PyTorch: %s" % " ".join(cmd), flush=True)
     try:
         subprocess.run(cmd, timeout=args.pytorch_timeout)
@@ -384,17 +387,33 @@ def text_table(records):
     return "\n".join(lines)
 
 
+def pytorch_start_text(records, seed):
+    """One sentence on where the PyTorch runs' initial weights and batch order came from."""
+    pt = [r for r in records if r.get("impl") == "pytorch"]
+    if not pt:
+        return ""
+    if all(r.get("init") == "mlpcu" and r.get("seed") == seed for r in pt):
+        return ("PyTorch starts from mlp.cu's initial weights and takes mlp.cu's batch order (seed %d, "
+                "bench_pytorch.py --init mlpcu): the same computation up to float rounding." % seed)
+    return ("PyTorch does not start from mlp.cu's initial weights and batch order (its records say init %s, "
+            "seed %s; ours use seed %d): accuracies differ by chance too."
+            % ("/".join(sorted({str(r.get("init", "torch")) for r in pt})),
+               "/".join(sorted({str(r.get("seed", "?")) for r in pt})), seed))
+
+
 def markdown(records, targets, meta):
     out = ["### mlp.cu vs PyTorch on %s, %s" % (meta["gpu"] or "unknown GPU", meta["date"]), ""]
     fp32_peak, tf32_peak = peaks_for(meta["gpu"])
+    start = pytorch_start_text(records, meta["seed"])
     out.append("%s, %s training images, %d epochs per run (the first %d a warm-up; median of the rest), "
                "the whole dataset on the GPU, SGD lr 0.1 momentum 0.9. small = 784,128,10 sigmoid, batch 64; "
                "wide = 784,1024,1024,10 relu, batch 256. PyTorch %s. TFLOP/s counts 6·Σ(in·out) FLOPs per "
-               "sample; %% of peak is against %s. Speed-ups are PyTorch's epoch time over ours."
+               "sample; %% of peak is against %s. Speed-ups are PyTorch's epoch time over ours.%s"
                % (meta["dataset"], meta["n_train"] if meta["n_train"] else "?", meta["epochs"], meta["warmup"],
                   meta["torch"] or "(not run)",
                   ("dense FP32 %g / TF32 %g TFLOP/s" % (fp32_peak, tf32_peak)) if fp32_peak
-                  else "nothing (peak unknown for this GPU)"))
+                  else "nothing (peak unknown for this GPU)",
+                  (" " + start) if start else ""))
     out.append("")
     head = [h for _, h, _ in COLUMNS]
     out.append("| " + " | ".join(head) + " |")
@@ -510,6 +529,8 @@ def main():
     print()
     print("mlp.cu vs PyTorch on %s, %s" % (gpu or "unknown GPU", date))
     print(text_table(records))
+    if pytorch_start_text(records, args.seed):
+        print(pytorch_start_text(records, args.seed))
     print()
     print("targets (issue 6):")
     for name, res, detail in targets:

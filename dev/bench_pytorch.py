@@ -6,6 +6,7 @@ train_mlp on Fashion-MNIST (or MNIST) on one GPU and times every epoch.
     python3 dev/bench_pytorch.py                                  # both configs, the four default modes
     python3 dev/bench_pytorch.py --config small --modes eager --epochs 3 --json /tmp/p.json
     python3 dev/bench_pytorch.py --data .data/fashion-mnist --json dev/out/bench_pytorch.json
+    python3 dev/bench_pytorch.py --init torch                     # PyTorch's own init and shuffling
 
 Configs (same settings as the C runs in dev/bench.py):
     small: 784,128,10 sigmoid, batch 64, SGD lr 0.1 momentum 0.9 weight decay 0
@@ -18,11 +19,22 @@ Modes:
     compile_tf32, compile_cudagraphs_tf32   the two compile modes with TF32 (opt-in)
 
 The data path is the same as the C trainer's: the whole training set on the GPU as float32
-pixel/255 (no other normalisation), each epoch a fresh torch.randperm from a seeded
-generator, batches by index, ceil(N/B) steps with a smaller last batch (nothing dropped).
-Every mode starts from the same initial weights (torch.manual_seed) and the same
-permutations. Epoch time is wall clock around the epoch with torch.cuda.synchronize()
-on both sides (the training steps only; the test set is evaluated after the last epoch).
+pixel/255 (no other normalisation), each epoch a fresh permutation, batches by index,
+ceil(N/B) steps with a smaller last batch (nothing dropped).
+Where the weights and the order come from (--init):
+    mlpcu (default)  mlp.cu's own, for the same --seed as train_mlp -s: the initial weights
+                     and biases of train_mlp (Philox, common/rng.h) and its epoch permutations
+                     (xoshiro256**), computed bit for bit in numpy by dev/mlpcu_init.py. So a
+                     PyTorch run and train_mlp do the same computation up to float rounding, and
+                     their test accuracies differ by rounding, not by luck. Every epoch's
+                     permutation is computed on the host before the first epoch and uploaded
+                     before that epoch's clock starts (train_mlp also uploads its permutation
+                     before it starts timing the epoch).
+    torch            torch.manual_seed(--seed) for nn.Linear's default init, and each epoch
+                     a torch.randperm from a seeded generator, drawn inside the timed epoch.
+Every mode starts from the same initial weights and sees the same permutations. Epoch time
+is wall clock around the epoch with torch.cuda.synchronize() on both sides (the training
+steps only; the test set is evaluated after the last epoch).
 The first --warmup epochs (default 1: compilation, CUDA-graph capture, cuBLAS heuristics)
 are not counted; the reported time is the median of the rest.
 FLOPs per epoch: 6 * sum_l(in_l * out_l) * N_train (2 forward, 4 backward: dinp and dweight).
@@ -34,6 +46,7 @@ process.
 
 JSON (--json FILE): a list of records, one per (config, mode):
     config, impl ("pytorch"), mode, status ("ok" or "failed: ..."), gpu, tf32 (bool),
+    init ("mlpcu" or "torch"), seed,
     epoch_s_median, epoch_s_all (every epoch, warm-up ones first), warmup_epochs,
     samples_per_s, tflops, test_acc (fraction in [0,1]), test_loss, train_loss (last batch),
     peak_mem_mb (torch.cuda.max_memory_allocated, reset per mode, includes the dataset),
@@ -165,6 +178,26 @@ class Data:
         self.n_train, self.n_test = len(ytr), len(yte)
 
 
+def load_mlpcu_params(torch, model, sizes, seed):
+    """Overwrite every nn.Linear's weight (OUT, IN) and bias (OUT) with train_mlp -s seed's initial ones."""
+    from mlpcu_init import initial_params  # numpy only; imported here so bench.py needs no numpy
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    params = initial_params(sizes, seed)
+    assert len(linears) == len(params)
+    with torch.no_grad():
+        for lin, (W, b) in zip(linears, params):
+            assert tuple(lin.weight.shape) == W.shape and tuple(lin.bias.shape) == b.shape
+            lin.weight.copy_(torch.from_numpy(W))
+            lin.bias.copy_(torch.from_numpy(b))
+
+
+def mlpcu_epoch_orders(seed, n, epochs):
+    """train_mlp -s seed's permutations of n for the first `epochs` epochs, int64 numpy arrays."""
+    from mlpcu_init import EpochOrder
+    order = EpochOrder(seed)
+    return [order.next_permutation(n) for _ in range(epochs)]
+
+
 def sync(torch, device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -191,7 +224,8 @@ def run_one(torch, data, cfg_name, mode, args, device):
     sizes, B = cfg["sizes"], cfg["batch"]
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     rec = dict(config=cfg_name, impl="pytorch", mode=mode, status="ok", gpu=gpu, tf32=tf32,
-               epoch_s_median=None, epoch_s_all=[], warmup_epochs=args.warmup,
+               init=args.init, seed=args.seed, epoch_s_median=None, epoch_s_all=[],
+               warmup_epochs=args.warmup,
                samples_per_s=None, tflops=None, test_acc=None, test_loss=None, train_loss=None,
                peak_mem_mb=None, data_mem_mb=None, sizes=sizes, act=cfg["act"], batch=B,
                lr=cfg["lr"], momentum=cfg["momentum"], weight_decay=cfg["weight_decay"],
@@ -211,6 +245,8 @@ def run_one(torch, data, cfg_name, mode, args, device):
             torch.cuda.reset_peak_memory_stats(device)
         torch.manual_seed(args.seed)
         model = build_model(torch, sizes, cfg["act"]).to(device)
+        if args.init == "mlpcu":
+            load_mlpcu_params(torch, model, sizes, args.seed)
         opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"],
                               weight_decay=cfg["weight_decay"], dampening=0, nesterov=False)
 
@@ -230,14 +266,20 @@ def run_one(torch, data, cfg_name, mode, args, device):
             if compile_mode == "reduce-overhead":
                 mark_step = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
 
-        gen = torch.Generator(device=device)
-        gen.manual_seed(args.seed)
         X, Y, N = data.Xtr, data.Ytr, data.n_train
+        if args.init == "mlpcu":  # every epoch's order now, on the host, before any timing
+            host_perms = mlpcu_epoch_orders(args.seed, N, args.epochs)
+        else:
+            gen = torch.Generator(device=device)
+            gen.manual_seed(args.seed)
         loss = None
         for epoch in range(args.epochs):
+            if args.init == "mlpcu":  # uploaded before the clock starts, as train_mlp does
+                perm = torch.from_numpy(host_perms[epoch]).to(device)
             sync(torch, device)
             t0 = time.perf_counter()
-            perm = torch.randperm(N, device=device, generator=gen)
+            if args.init == "torch":
+                perm = torch.randperm(N, device=device, generator=gen)
             for i in range(0, N, B):
                 idx = perm[i:i + B]
                 if mark_step is not None:
@@ -297,7 +339,8 @@ def print_table(records):
 def failed_record(cfg_name, mode, status, args):
     cfg = CONFIGS[cfg_name]
     return dict(config=cfg_name, impl="pytorch", mode=mode, status=status, gpu=None,
-                tf32=MODES[mode][1], epoch_s_median=None, epoch_s_all=[], warmup_epochs=args.warmup,
+                tf32=MODES[mode][1], init=args.init, seed=args.seed, epoch_s_median=None, epoch_s_all=[],
+                warmup_epochs=args.warmup,
                 samples_per_s=None, tflops=None, test_acc=None, test_loss=None, train_loss=None,
                 peak_mem_mb=None, data_mem_mb=None, sizes=cfg["sizes"], act=cfg["act"],
                 batch=cfg["batch"], lr=cfg["lr"], momentum=cfg["momentum"],
@@ -310,7 +353,7 @@ def run_isolated(cfg_name, mode, args):
     os.close(fd)
     cmd = [sys.executable, os.path.abspath(__file__), "--no-isolate", "--config", cfg_name,
            "--modes", mode, "--epochs", str(args.epochs), "--warmup", str(args.warmup),
-           "--seed", str(args.seed), "--data", args.data, "--device", args.device,
+           "--seed", str(args.seed), "--init", args.init, "--data", args.data, "--device", args.device,
            "--limit", str(args.limit), "--json", tmp, "--quiet"]
     if not args.compile_optimizer:
         cmd.append("--no-compile-optimizer")
@@ -344,6 +387,10 @@ def parse_args():
     ap.add_argument("--epochs", type=int, default=5, help="epochs per mode, warm-up included (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="leading epochs left out of the median (default 1)")
     ap.add_argument("--seed", type=int, default=1337, help="seed for weights and permutations (default 1337)")
+    ap.add_argument("--init", choices=("mlpcu", "torch"), default="mlpcu",
+                    help="mlpcu: start from train_mlp -s SEED's initial weights and use its batch order "
+                         "(dev/mlpcu_init.py); torch: torch.manual_seed init and torch.randperm batches "
+                         "(default mlpcu)")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu only for a smoke test)")
     ap.add_argument("--limit", type=int, default=0, help="train on the first N images only (0: all; smoke tests)")
     ap.add_argument("--json", default=None, help="write the records to this JSON file")
@@ -368,6 +415,8 @@ def main():
     for m in modes:
         if m not in MODES:
             sys.exit("unknown mode %r, expected one of %s" % (m, ", ".join(MODES)))
+    if args.init == "mlpcu" and not 0 <= args.seed < 2**64:
+        sys.exit("--seed %d: mlp.cu's seeds are 0 .. 2^64-1 (--init mlpcu)" % args.seed)
     if args.epochs <= args.warmup:
         print("note: --epochs %d <= --warmup %d: the median uses every epoch" % (args.epochs, args.warmup))
 
@@ -375,8 +424,9 @@ def main():
     if args.isolate:
         for split in ("train", "t10k"):  # a bad dataset is said once, here, not by every child
             load_split(args.data, split)
-        print("bench_pytorch: data %s, configs %s, modes %s, %d epochs (%d warm-up), one process per mode"
-              % (args.data, ",".join(configs), ",".join(modes), args.epochs, args.warmup), flush=True)
+        print("bench_pytorch: data %s, configs %s, modes %s, %d epochs (%d warm-up), init %s, seed %d, "
+              "one process per mode" % (args.data, ",".join(configs), ",".join(modes), args.epochs, args.warmup,
+                                         args.init, args.seed), flush=True)
         for c in configs:
             for m in modes:
                 records.append(run_isolated(c, m, args))
@@ -393,10 +443,10 @@ def main():
             records = [failed_record(c, m, "failed: " + msg, args) for c in configs for m in modes]
         else:
             if not args.quiet:
-                print("bench_pytorch: torch %s on %s, data %s (%d train, %d test)"
+                print("bench_pytorch: torch %s on %s, data %s (%d train, %d test), init %s, seed %d"
                       % (torch.__version__,
                          torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-                         data.dir, data.n_train, data.n_test), flush=True)
+                         data.dir, data.n_train, data.n_test, args.init, args.seed), flush=True)
             for c in configs:
                 for m in modes:
                     records.append(run_one(torch, data, c, m, args, device))
