@@ -11,7 +11,8 @@ explicit CUDA kernel from kernels/:
     softmax_xent_...          loss and dlogits = (softmax - onehot) / B
     matmul_backward           dW = doutᵀ · x, db = Σ dout, dx = dout · W
     activation_backward       dx *= σ'(y)               (fused into dx on the fast path)
-    sgd_update                p -= lr · (μ·buf + grad + λ·p), over the whole flat buffer
+    sgd_update                p -= lr · (μ·buf + grad + λ·p), over the flat buffer (the fast
+                              path: layer by layer, on a second stream, see model_backward_update)
 
 The data goes to the GPU once. Inside an epoch the host never copies or waits, except to
 print a log line. Three ways to run the steps (-f):
@@ -71,6 +72,10 @@ typedef struct {
     int *perm;                               // (N train) this epoch's permutation
     int *step;                               // the device step counter (see softmax_xent.cuh)
     float *step_losses;                      // (steps per epoch) each step's mean loss
+    // fast path: a second stream for the weight-gradient side of the backward pass (see
+    // model_backward_update), and the events that order it against the main stream
+    cudaStream_t side;
+    cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done;
 } Model;
 
 static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int path, int tf32,
@@ -113,6 +118,14 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     m->step = (int *)cudaMallocCheck(sizeof(int), "the step counter");
     m->step_losses = (float *)cudaMallocCheck((size_t)steps_per_epoch * sizeof(float), "the step losses");
     cudaCheck(cudaMemset(m->step, 0, sizeof(int)));
+    if (m->fast) {
+        cudaCheck(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
+        for (int l = 0; l < L; l++) {
+            cudaCheck(cudaEventCreateWithFlags(&m->ev_dout[l], cudaEventDisableTiming));
+            cudaCheck(cudaEventCreateWithFlags(&m->ev_dinp[l], cudaEventDisableTiming));
+        }
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
+    }
 }
 
 static void model_free(Model *m) {
@@ -130,6 +143,14 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->perm));
     cudaCheck(cudaFree(m->step));
     cudaCheck(cudaFree(m->step_losses));
+    if (m->fast) {
+        for (int l = 0; l < m->L; l++) {
+            cudaCheck(cudaEventDestroy(m->ev_dout[l]));
+            cudaCheck(cudaEventDestroy(m->ev_dinp[l]));
+        }
+        cudaCheck(cudaEventDestroy(m->ev_side_done));
+        cudaCheck(cudaStreamDestroy(m->side));
+    }
 }
 
 // nn.Linear's init, W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)], drawn on the device by cuRAND
@@ -157,24 +178,52 @@ static void model_forward(Model *m, int bs, cudaStream_t stream) {
     }
 }
 
-// from dacts[L] (dlogits) down: every layer's dweight and dbias into grads
-static void model_backward(Model *m, int bs, cudaStream_t stream) {
+// Simple path: from dacts[L] (dlogits) down, every layer's dweight and dbias into grads, then
+// one SGD update over the whole flat buffer.
+static void model_backward_simple(Model *m, int bs, float lr, float momentum, float weight_decay,
+                                  cudaStream_t stream) {
     for (int l = m->L - 1; l >= 0; l--) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *W = m->params + m->w_off[l];
         float *dW = m->grads + m->w_off[l], *db = m->grads + m->b_off[l];
         float *dinp = l > 0 ? m->dacts[l] : NULL;  // the first layer's input is data: no gradient
-        if (m->fast) {
-            matmul_backward_dweight_fast(dW, m->dacts[l + 1], m->acts[l], bs, IN, OUT, m->scratch, m->tf32, stream);
-            matmul_backward_dbias(db, m->dacts[l + 1], bs, OUT, 1, stream);
-            // dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused into the product
-            if (dinp)
-                matmul_backward_dinp_fast(dinp, m->dacts[l + 1], W, m->acts[l], m->act, bs, IN, OUT, m->tf32, stream);
-        } else {
-            matmul_backward(dinp, dW, db, m->dacts[l + 1], m->acts[l], W, bs, IN, OUT, stream);
-            if (dinp) activation_backward(dinp, m->acts[l], (size_t)bs * IN, m->act, stream);
-        }
+        matmul_backward(dinp, dW, db, m->dacts[l + 1], m->acts[l], W, bs, IN, OUT, stream);
+        if (dinp) activation_backward(dinp, m->acts[l], (size_t)bs * IN, m->act, stream);
     }
+    sgd_update(m->params, m->grads, m->mbuf, m->num_params, lr, momentum, weight_decay, 0, stream);
+}
+
+// Fast path: the same arithmetic, as two streams. Once dout of layer l (dacts[l+1]) exists, two
+// independent things follow from it:
+//   main stream:  dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused in; the next
+//                 layer down needs it, so this is the critical path;
+//   side stream:  dW = doutᵀ · acts[l] and db = Σ dout, then, once dinp has read W, the SGD update
+//                 of layer l's slice of the flat buffers (W then b, contiguous).
+// So layer l's weight gradient and update overlap the backward pass of the layers below it. The
+// events carry the order: ev_dout[l] (dout ready) and ev_dinp[l] (W no longer read) from main to
+// side; at the end main waits for the side's last update. In a CUDA graph capture the events
+// become edges: the step is captured as a DAG with two branches, not a chain.
+static void model_backward_update(Model *m, int bs, float lr, float momentum, float weight_decay,
+                                  cudaStream_t stream) {
+    cudaStream_t side = m->side;
+    for (int l = m->L - 1; l >= 0; l--) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        const float *W = m->params + m->w_off[l];
+        float *dW = m->grads + m->w_off[l], *db = m->grads + m->b_off[l];
+        cudaCheck(cudaEventRecord(m->ev_dout[l], stream));
+        cudaCheck(cudaStreamWaitEvent(side, m->ev_dout[l], 0));
+        matmul_backward_dweight_fast(dW, m->dacts[l + 1], m->acts[l], bs, IN, OUT, m->scratch, m->tf32, side);
+        matmul_backward_dbias(db, m->dacts[l + 1], bs, OUT, 1, side);
+        if (l > 0)   // the first layer's input is data: no gradient
+            matmul_backward_dinp_fast(m->dacts[l], m->dacts[l + 1], W, m->acts[l], m->act, bs, IN, OUT, m->tf32,
+                                      stream);
+        cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
+        cudaCheck(cudaStreamWaitEvent(side, m->ev_dinp[l], 0));
+        const size_t off = m->w_off[l], n = (size_t)OUT * IN + OUT;
+        sgd_update(m->params + off, m->grads + off, m->mbuf + off, n, lr, momentum, weight_decay, 1, side);
+    }
+    cudaCheck(cudaEventRecord(m->ev_side_done, side));
+    cudaCheck(cudaStreamWaitEvent(stream, m->ev_side_done, 0));
 }
 
 // ----------------------------------------------------------------------------
@@ -209,8 +258,8 @@ static void train_step_on_batch(Model *m, int bs, float lr, float momentum, floa
     model_forward(m, bs, stream);
     softmax_xent_forward_backward(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
                                   m->sizes[L], m->fast, stream);
-    model_backward(m, bs, stream);
-    sgd_update(m->params, m->grads, m->mbuf, m->num_params, lr, momentum, weight_decay, m->fast, stream);
+    if (m->fast) model_backward_update(m, bs, lr, momentum, weight_decay, stream);
+    else model_backward_simple(m, bs, lr, momentum, weight_decay, stream);
 }
 
 // Enqueues one step on bs rows; the batch is rows (*step)*B ... of the permutation.

@@ -13,6 +13,7 @@ string and a hint, then exits 1:
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
@@ -63,5 +64,63 @@ static inline void *cuda_malloc_check_at(size_t bytes, const char *what, const c
     return p;
 }
 #define cudaMallocCheck(bytes, what) cuda_malloc_check_at((bytes), (what), __FILE__, __LINE__)
+
+// ----------------------------------------------------------------------------
+// Programmatic dependent launch (PDL, sm_90 and later). Normally a kernel starts only after the
+// previous kernel in its stream has finished and its writes are flushed: the GPU sits idle for
+// the launch latency and the new kernel's start-up at every boundary. Launched with PDL, the next
+// kernel is launched as the previous one's blocks exit, and its blocks run up to pdl_wait(), which
+// returns when the previous kernel has completed and its memory is visible. So a PDL kernel reads
+// and writes nothing before pdl_wait(); here every PDL kernel calls it first thing. In a kernel
+// launched without PDL it does nothing, so the same kernels serve every path.
+// (A kernel may also let its dependents launch earlier, with griddepcontrol.launch_dependents at
+// its start. Measured on the wide model's step, that was slower, 26.0 against 23.3 ms per TF32
+// epoch on an H200: the early blocks sit on SM slots while they wait, slots that the kernels of
+// the backward pass's second stream needed. So the dependents launch as the blocks exit.)
+// launch_pdl() uses it only where the GPU and the compiled code support it, pdl_allowed is set,
+// and the environment has no MLP_PDL=0 (for measuring what it buys). The launchers that use it
+// say so: they must follow another kernel in their stream directly, not a cross-stream wait.
+__device__ __forceinline__ void pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__global__ void pdl_probe_kernel(void) {}  // its attributes tell what this file was compiled for
+
+static int pdl_allowed = 1;  // dev/cuda's single-kernel benchmarks set 0: cuBLAS does not overlap launches
+
+static inline int pdl_available(void) {
+    static int available = -1;
+    if (available < 0) {
+        int dev = 0, major = 0;
+        cudaFuncAttributes fa;
+        cudaCheck(cudaGetDevice(&dev));
+        cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        cudaCheck(cudaFuncGetAttributes(&fa, pdl_probe_kernel));
+        const char *env = getenv("MLP_PDL");
+        available = major >= 9 && fa.ptxVersion >= 90 && fa.binaryVersion >= 90 && !(env && strcmp(env, "0") == 0);
+    }
+    return available && pdl_allowed;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), with PDL when available
+template <typename... KArgs, typename... Args>
+static inline void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                              Args... args) {
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[1];
+    lc.gridDim = grid;
+    lc.blockDim = block;
+    lc.dynamicSmemBytes = smem;
+    lc.stream = stream;
+    if (pdl_available()) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    cudaCheck(cudaLaunchKernelEx(&lc, kernel, args...));
+}
 
 #endif // MLP_KERNELS_COMMON_CUH

@@ -71,6 +71,7 @@ __global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, in
 #define DBIAS_TILE 32
 __global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT) {
     __shared__ float partial[DBIAS_TILE][DBIAS_TILE + 1];  // +1: no bank conflicts on the column walk
+    pdl_wait();  // launched with PDL: dout is the previous kernel's output (kernels/common.cuh)
     int o = blockIdx.x * DBIAS_TILE + threadIdx.x;
     float sum = 0.0f;
     if (o < OUT)
@@ -98,9 +99,9 @@ static inline void matmul_forward(float *out, const float *inp, const float *wei
 // the bias gradient: a column sum of dout (the simple or the tiled kernel)
 static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, int tiled,
                                          cudaStream_t stream) {
-    if (tiled)
-        matmul_backward_dbias_tiled_kernel<<<CEIL_DIV(OUT, DBIAS_TILE), dim3(DBIAS_TILE, DBIAS_TILE), 0, stream>>>(
-            dbias, dout, B, OUT);
+    if (tiled)  // with PDL: the trainer enqueues it right after the dweight kernel in the same stream
+        launch_pdl(matmul_backward_dbias_tiled_kernel, dim3(CEIL_DIV(OUT, DBIAS_TILE)), dim3(DBIAS_TILE, DBIAS_TILE), 0,
+                   stream, dbias, dout, B, OUT);
     else
         matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
     cudaCheck(cudaGetLastError());

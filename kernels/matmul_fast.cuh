@@ -142,10 +142,20 @@ __device__ __forceinline__ void mf_cp_wait() {
 // vec: the contiguous width and the pointer allow 16-byte copies (a run-time flag, uniform over
 // the grid: one kernel serves aligned and odd shapes, which halves the kernels to compile).
 
+// floats of one operand tile in shared memory (see MfTile), and of a kernel's whole shared memory:
+// ST stages of (A tile, B tile), or the BM x BN partial tile of the cluster reduction if that is larger
+__host__ __device__ constexpr int mf_tile_floats(int BD, int BK, bool KC, int PADD) {
+    return KC ? BD * (BK + 4) : BK * (BD + PADD);
+}
+__host__ __device__ constexpr int mf_smem_floats(int BM, int BN, int BK, int ST, bool A_KC, bool B_KC, int PADD) {
+    return ST * (mf_tile_floats(BM, BK, A_KC, PADD) + mf_tile_floats(BN, BK, B_KC, PADD)) > BM * BN
+         ? ST * (mf_tile_floats(BM, BK, A_KC, PADD) + mf_tile_floats(BN, BK, B_KC, PADD)) : BM * BN;
+}
+
 template<int BD, int BK, int NT, bool KC, int PADD>
 struct MfTile {
     static constexpr int LD = KC ? BK + 4 : BD + PADD;
-    static constexpr int FLOATS = KC ? BD * LD : BK * LD;
+    static constexpr int FLOATS = mf_tile_floats(BD, BK, KC, PADD);
     static constexpr int NV = BD * BK / 4 / NT;   // 4-float chunks per thread
     static_assert(NV >= 1 && NV * 4 * NT == BD * BK, "tile must split evenly into 4-float chunks per thread");
 
@@ -182,19 +192,37 @@ struct MfTile {
 // memory, no atomics: the result is the same every run.
 
 template<int BM, int BN, int NT>
-__device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, int n0, int M, int N,
+__device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, int n0, int M, int N, bool vec,
                                                   const MatmulFastEpi& epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
+    static_assert(BN % 4 == 0, "a float4 of the partial tile stays in one row");
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();   // every partial tile is in shared memory
     const int S = (int)cluster.num_blocks(), r = (int)cluster.block_rank();
-    const int per = BM * BN / S;
-    for (int e = r * per + (int)threadIdx.x; e < (r + 1) * per; e += NT) {
-        const int m = m0 + e / BN, n = n0 + e % BN;
-        float v = 0.0f;
-        for (int z = 0; z < S; z++) v += cluster.map_shared_rank(red, z)[e];
-        if (m < M && n < N) C[(size_t)m * N + n] = mf_epilogue(v, m, n, N, epi);
+    const int per = BM * BN / 4 / S;   // float4s this block adds up (S is 2, 4 or 8: BM * BN / 4 divides)
+    const float4* parts[8];            // the S partial tiles, in distributed shared memory
+    #pragma unroll
+    for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(cluster.map_shared_rank(red, z < S ? z : 0));
+    for (int e4 = r * per + (int)threadIdx.x; e4 < (r + 1) * per; e4 += NT) {
+        float4 p[8];
+        #pragma unroll
+        for (int z = 0; z < 8; z++) if (z < S) p[z] = parts[z][e4];   // all loads in flight at once
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        #pragma unroll
+        for (int z = 0; z < 8; z++)                                   // ... then added in the order 0 .. S-1
+            if (z < S) { v.x += p[z].x; v.y += p[z].y; v.z += p[z].z; v.w += p[z].w; }
+        const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+        if (m >= M) continue;
+        float o[4] = {v.x, v.y, v.z, v.w};
+        #pragma unroll
+        for (int j = 0; j < 4; j++) o[j] = mf_epilogue(o[j], m, n + j, N, epi);
+        if (vec && n < N) {   // N % 4 == 0 and C 16-byte aligned: the four are in range together
+            *reinterpret_cast<float4*>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
+        } else {
+            #pragma unroll
+            for (int j = 0; j < 4; j++) if (n + j < N) C[(size_t)m * N + n + j] = o[j];
+        }
     }
     cluster.sync();   // no block leaves while another still reads its shared memory
 #endif
@@ -252,11 +280,12 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     typedef MfTile<BM, BK, NT, A_KC, 4> TA;
     typedef MfTile<BN, BK, NT, B_KC, 4> TB;
     constexpr int RM = BM * 4 / TM, RN = BN * 4 / TN;   // stride between a thread's float4 groups
-    constexpr int SMEM = ST * (TA::FLOATS + TB::FLOATS) > BM * BN ? ST * (TA::FLOATS + TB::FLOATS) : BM * BN;
-    static_assert(SMEM * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
     static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "TM, TN, BK must be multiples of 4");
-    __shared__ __align__(16) float smem[SMEM];   // ST stages of (A tile, B tile); the cluster reduction reuses it
+    // dynamic: mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4) floats, ST stages of (A tile, B tile); the
+    // cluster reduction reuses it. Dynamic because the large tiles need more than the static 48 KB.
+    extern __shared__ __align__(16) float smem[];
 
+    pdl_wait();   // with PDL (forward, dinp): the previous kernel's output is visible from here on (common.cuh)
     const int tid = threadIdx.x;
     const int tx = tid % (BN / TN), ty = tid / (BN / TN);
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
@@ -319,7 +348,7 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
         for (int i = 0; i < TM; i++)
             #pragma unroll
             for (int j = 0; j < TN; j++) smem[MF_ROW(i) * BN + MF_COL(j)] = acc[i][j];
-        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, epi);
+        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
         return;
     }
 
@@ -375,11 +404,10 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     constexpr int MI = WM / 16, NI = WN / 8;
     typedef MfTile<BM, BK, NT, A_KC, 8> TA;
     typedef MfTile<BN, BK, NT, B_KC, 8> TB;
-    constexpr int SMEM = ST * (TA::FLOATS + TB::FLOATS) > BM * BN ? ST * (TA::FLOATS + TB::FLOATS) : BM * BN;
-    static_assert(SMEM * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
     static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "BK % 8, WM % 16, WN % 8");
-    __shared__ __align__(16) float smem[SMEM];
+    extern __shared__ __align__(16) float smem[];   // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats
 
+    pdl_wait();   // as in the FP32 kernel
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
@@ -438,7 +466,7 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 for (int j = 0; j < NI; j++)
                     *reinterpret_cast<float2*>(&smem[(wm + i * 16 + g + h * 8) * BN + wn + j * 8 + 2 * q]) =
                         make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, epi);
+        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
         return;
     }
 
@@ -509,9 +537,12 @@ __global__ void matmul_fast_splitk_reduce_kernel(float* __restrict__ C, const fl
 // dev/cuda/results/sweep_h200_run3.csv); measured again (results/sweep_h200.csv), the pick runs at
 // 81-100% of the speed of the fastest configuration on each shape, 87-97% on the batch-256 wide ones.
 typedef struct { int bm, bn, bk, tm, tn, st; float eff, fill; int occ; const char* name; } MatmulFastCfg;
-// Configurations with eff = 0 are never picked: candidates that only the sweep runs.
-#define MF_NUM_FP32_CFGS 8
-#define MF_NUM_TF32_CFGS 7
+// Configurations with eff = 0 are never picked by the cost model: candidates that only the sweep runs,
+// or that only the tuned table below names. The 128-wide tiles with 256 threads (8 warps, one block
+// per SM) were tried for the batch-256 shapes and measured 1.1-4x slower than the smaller tiles: too
+// few warps per SM to hide the latency (dev/cuda/results/sweep_wide_h200.csv).
+#define MF_NUM_FP32_CFGS 12
+#define MF_NUM_TF32_CFGS 11
 static const MatmulFastCfg mf_fp32_cfgs[MF_NUM_FP32_CFGS] = {
     { 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, "64x128x16 t8x8 s3 128thr"},
     { 64,  64, 16, 4, 4, 4, 0.61f, 19.0f, 3, "64x64x16 t4x4 s4 256thr"},
@@ -521,6 +552,10 @@ static const MatmulFastCfg mf_fp32_cfgs[MF_NUM_FP32_CFGS] = {
     { 64,  64, 16, 8, 4, 4, 0.00f,  0.0f, 1, "64x64x16 t8x4 s4 128thr (sweep only)"},
     { 32, 128, 16, 4, 8, 3, 0.00f,  0.0f, 1, "32x128x16 t4x8 s3 128thr (sweep only)"},
     { 32,  64, 16, 4, 4, 2, 0.00f,  0.0f, 1, "32x64x16 t4x4 s2 128thr (sweep only)"},
+    {128, 128, 16, 8, 8, 3, 0.00f,  0.0f, 1, "128x128x16 t8x8 s3 256thr (sweep only)"},
+    {128,  64, 16, 8, 4, 4, 0.00f,  0.0f, 1, "128x64x16 t8x4 s4 256thr (sweep only)"},
+    { 64, 128, 16, 4, 8, 4, 0.00f,  0.0f, 1, "64x128x16 t4x8 s4 256thr (sweep only)"},
+    {128, 128,  8, 8, 8, 4, 0.00f,  0.0f, 1, "128x128x8 t8x8 s4 256thr (sweep only)"},
 };
 static const MatmulFastCfg mf_tf32_cfgs[MF_NUM_TF32_CFGS] = {
     { 64,  64, 16, 32, 32, 4, 0.07f, 65.0f, 1, "64x64x16 w32x32 s4 128thr"},
@@ -529,7 +564,11 @@ static const MatmulFastCfg mf_tf32_cfgs[MF_NUM_TF32_CFGS] = {
     { 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, "64x128x16 w32x64 s3 128thr"},
     { 64,  64, 16, 32, 16, 4, 1.40f,  4.0f, 1, "64x64x16 w32x16 s4 256thr"},
     { 32,  64, 16, 16, 32, 4, 0.00f,  0.0f, 1, "32x64x16 w16x32 s4 128thr (sweep only)"},
-    { 32,  64, 32, 16, 16, 3, 0.00f,  0.0f, 1, "32x64x32 w16x16 s3 256thr (sweep only)"},
+    { 32,  64, 32, 16, 16, 3, 0.00f,  0.0f, 1, "32x64x32 w16x16 s3 256thr (tuned table)"},
+    {128, 128, 16, 64, 32, 4, 0.00f,  0.0f, 1, "128x128x16 w64x32 s4 256thr (sweep only)"},
+    {128,  64, 16, 32, 32, 4, 0.00f,  0.0f, 1, "128x64x16 w32x32 s4 256thr (sweep only)"},
+    { 64, 128, 16, 32, 32, 4, 0.00f,  0.0f, 1, "64x128x16 w32x32 s4 256thr (tuned table)"},
+    {128, 128, 32, 64, 32, 3, 0.00f,  0.0f, 1, "128x128x32 w64x32 s3 256thr (sweep only)"},
 };
 static int matmul_fast_force_cfg = -1;     // dev only: -1 = choose by shape
 static int matmul_fast_force_splits = 0;   // dev only: 0 = choose by shape
@@ -573,17 +612,51 @@ static float mf_cost(const MatmulFastCfg* c, int M, int N, int K, int splits) {
     const long slots = (long)mf_num_sms() * c->occ;
     const long waves = (tiles * splits + slots - 1) / slots;
     const int steps = mf_ceil_div(mf_ceil_div(K, splits), c->bk);
-    return (float)waves * c->bm * c->bn * c->bk * ((float)steps + c->fill) / c->eff;
+    const float eff = c->eff > 0.0f ? c->eff : 1.0f;   // sweep-only configurations (eff 0) when forced
+    return (float)waves * c->bm * c->bn * c->bk * ((float)steps + c->fill) / eff;
 }
 
-static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int have_scratch) {
+// Measured picks for the shapes that dominate the wide model's step (784->1024->1024 at batch 256):
+// on these the cost model's pick ran at 82-96% of the speed of the fastest configuration, and they
+// are most of the step's time, so the fastest one measured is written down here. Source: the
+// sweep `matmul_forward sweep CSV wide` on an H200 (132 SMs), dev/cuda/results/sweep_wide_h200.csv;
+// the sweep prints the same table from its own timings ("tuned table from this sweep"). Used only
+// on a GPU with the same number of SMs; anywhere else, and for every other shape, the model decides.
+typedef struct { int a_kc, b_kc, M, N, K, tf32, cfg, splits; } MatmulFastTuned;
+#define MF_TUNED_SMS 132
+// TF32 only: the FP32 picks of the same sweep, each fastest alone, made the FP32 step slower (36.8
+// against 35.0 ms per epoch, same run): inside the step, the backward kernels of the two streams run
+// side by side, and the cost model's smaller picks share the SMs better.
+static const MatmulFastTuned mf_tuned[] = {
+    {1, 1,  256, 1024,  784, 1, 6, 2},   // forward, "NT"
+    {1, 1,  256, 1024, 1024, 1, 0, 8},
+    {1, 0,  256,  784, 1024, 1, 9, 8},   // dinp, "NN"
+    {1, 0,  256, 1024, 1024, 1, 0, 8},
+    {0, 0, 1024,  784,  256, 1, 4, 1},   // dweight, "TN"
+    {0, 0, 1024, 1024,  256, 1, 4, 1},
+};
+static int matmul_fast_use_tuned = 1;      // dev only: 0 = the cost model alone
+
+// a_kc, b_kc: the operands' layouts (A (M, K) row-major, else (K, M); B (N, K), else (K, N))
+static MatmulFastPlan mf_plan(int M, int N, int K, int a_kc, int b_kc, int tf32, int have_scratch) {
     const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
     const int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
     const int cluster = mf_has_clusters();
     const int can_split = cluster || have_scratch;
     MatmulFastPlan p = {0, 1, K, 0};
     float best = 1e30f;
-    for (int c = 0; c < ncfg; c++) {
+    if (matmul_fast_use_tuned && matmul_fast_force_cfg < 0 && matmul_fast_force_splits <= 0 && cluster &&
+        mf_num_sms() == MF_TUNED_SMS) {
+        for (size_t i = 0; i < sizeof(mf_tuned) / sizeof(mf_tuned[0]); i++) {
+            const MatmulFastTuned* t = &mf_tuned[i];
+            if (t->a_kc == a_kc && t->b_kc == b_kc && t->M == M && t->N == N && t->K == K && t->tf32 == tf32) {
+                p.cfg = t->cfg;
+                p.splits = t->splits;
+                best = 0.0f;
+            }
+        }
+    }
+    for (int c = 0; c < ncfg && best > 0.0f; c++) {
         if (matmul_fast_force_cfg >= 0 ? c != matmul_fast_force_cfg : cfgs[c].eff <= 0.0f) continue;
         for (int s = 1; s <= 8; s *= 2) {
             if (matmul_fast_force_splits > 0 && s != matmul_fast_force_splits) continue;
@@ -612,25 +685,42 @@ static MatmulFastPlan mf_plan(int M, int N, int K, int tf32, int have_scratch) {
 
 template<bool A_KC, bool B_KC>
 static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float* A, const float* B,
-                             int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi, cudaStream_t s) {
+                             int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi, int pdl,
+                             cudaStream_t s) {
     cudaLaunchConfig_t lc = {};
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     lc.gridDim = grid;
     lc.stream = s;
+    lc.attrs = attr;
     if (cluster) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 1;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = grid.z;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
+        attr[lc.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[lc.numAttrs].val.clusterDim.x = 1;
+        attr[lc.numAttrs].val.clusterDim.y = 1;
+        attr[lc.numAttrs].val.clusterDim.z = grid.z;
+        lc.numAttrs++;
     }
-#define MF_FP32(BM, BN, BK, TM, TN, ST) do { lc.blockDim = dim3((BM / TM) * (BN / TN)); \
-    cudaCheck(cudaLaunchKernelEx(&lc, matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>, \
-                                 C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
-#define MF_TF32(BM, BN, BK, WM, WN, ST) do { lc.blockDim = dim3((BM / WM) * (BN / WN) * 32); \
-    cudaCheck(cudaLaunchKernelEx(&lc, matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>, \
-                                 C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
+    if (pdl && pdl_available()) {   // kernels/common.cuh
+        attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        lc.numAttrs++;
+    }
+// Above 48 KB of dynamic shared memory a kernel must be allowed it once (cudaFuncSetAttribute; a
+// host-side setting, fine during graph capture); `allowed` is one flag per configuration and layout.
+#define MF_LAUNCH(KERNEL, THREADS, SMEM_FLOATS) do { \
+    static bool allowed = false; \
+    lc.blockDim = dim3(THREADS); \
+    lc.dynamicSmemBytes = (size_t)(SMEM_FLOATS) * sizeof(float); \
+    if (!allowed && lc.dynamicSmemBytes > 48 * 1024) { \
+        cudaCheck(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lc.dynamicSmemBytes)); \
+        allowed = true; \
+    } \
+    cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
+#define MF_FP32(BM, BN, BK, TM, TN, ST) \
+    MF_LAUNCH((matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>), (BM / TM) * (BN / TN), \
+              mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4))
+#define MF_TF32(BM, BN, BK, WM, WN, ST) \
+    MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>), (BM / WM) * (BN / WN) * 32, \
+              mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8))
     if (!tf32) {   // keep in step with mf_fp32_cfgs
         switch (cfg) {
             case 0: MF_FP32(64, 128, 16, 8, 8, 3); break;
@@ -640,7 +730,11 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
             case 4: MF_FP32(32, 64, 16, 4, 4, 4); break;
             case 5: MF_FP32(64, 64, 16, 8, 4, 4); break;
             case 6: MF_FP32(32, 128, 16, 4, 8, 3); break;
-            default: MF_FP32(32, 64, 16, 4, 4, 2); break;
+            case 7: MF_FP32(32, 64, 16, 4, 4, 2); break;
+            case 8: MF_FP32(128, 128, 16, 8, 8, 3); break;
+            case 9: MF_FP32(128, 64, 16, 8, 4, 4); break;
+            case 10: MF_FP32(64, 128, 16, 4, 8, 4); break;
+            default: MF_FP32(128, 128, 8, 8, 8, 4); break;
         }
     } else {       // keep in step with mf_tf32_cfgs
         switch (cfg) {
@@ -650,9 +744,14 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
             case 3: MF_TF32(64, 128, 16, 32, 64, 3); break;
             case 4: MF_TF32(64, 64, 16, 32, 16, 4); break;
             case 5: MF_TF32(32, 64, 16, 16, 32, 4); break;
-            default: MF_TF32(32, 64, 32, 16, 16, 3); break;
+            case 6: MF_TF32(32, 64, 32, 16, 16, 3); break;
+            case 7: MF_TF32(128, 128, 16, 64, 32, 4); break;
+            case 8: MF_TF32(128, 64, 16, 32, 32, 4); break;
+            case 9: MF_TF32(64, 128, 16, 32, 32, 4); break;
+            default: MF_TF32(128, 128, 32, 64, 32, 3); break;
         }
     }
+#undef MF_LAUNCH
 #undef MF_FP32
 #undef MF_TF32
     cudaCheck(cudaGetLastError());
@@ -663,10 +762,12 @@ static inline bool mf_aligned16(const void* p) { return ((uintptr_t)p & 15) == 0
 // C(M, N) = epilogue(A . B) in the layout given by A_KC / B_KC (see the top of the file).
 // scratch holds splits * M * N floats when the plan splits K (only if allow_split).
 template<bool A_KC, bool B_KC>
+// pdl: launch with programmatic dependent launch (kernels/common.cuh); the caller guarantees that the
+// previous operation in the stream is a kernel launch, not a wait on another stream.
 static void mf_matmul(float* C, const float* A, const float* B, int M, int N, int K, MatmulFastEpi epi,
-                      float* scratch, int allow_split, int tf32, cudaStream_t s) {
+                      float* scratch, int allow_split, int tf32, int pdl, cudaStream_t s) {
     if (M <= 0 || N <= 0) return;
-    MatmulFastPlan p = mf_plan(M, N, K, tf32, allow_split && scratch != NULL);
+    MatmulFastPlan p = mf_plan(M, N, K, A_KC, B_KC, tf32, allow_split && scratch != NULL);
     const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
     const bool vec = (K % 4 == 0) && (M % 4 == 0) && (N % 4 == 0) && mf_aligned16(A) && mf_aligned16(B)
                      && mf_aligned16(C) && (epi.aux == NULL || mf_aligned16(epi.aux))
@@ -676,7 +777,7 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
     float* out = via_scratch ? scratch : C;
     MatmulFastEpi e = epi;
     if (via_scratch) e.kind = MF_EPI_RAW;
-    mf_launch_kernel<A_KC, B_KC>(tf32, p.cfg, grid, out, A, B, M, N, K, p.kchunk, vec ? 1 : 0, p.cluster, e, s);
+    mf_launch_kernel<A_KC, B_KC>(tf32, p.cfg, grid, out, A, B, M, N, K, p.kchunk, vec ? 1 : 0, p.cluster, e, pdl, s);
     if (via_scratch) {
         const size_t MN = (size_t)M * N;
         const int threads = 256;
@@ -695,11 +796,13 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
 // the launchers the trainer calls
 
 // out = act(inp . weight^T + bias); inp is (B, IN), weight is (OUT, IN), bias is (OUT) or NULL,
-// out is (B, OUT); act in {0,1,2,3}
+// out is (B, OUT); act in {0,1,2,3}. Launched with PDL: enqueue it right after the kernel that
+// writes inp (as the trainer does), not right after a wait on another stream.
+// The same holds for matmul_backward_dinp_fast; matmul_backward_dweight_fast launches plainly.
 static void matmul_forward_fast(float* out, const float* inp, const float* weight, const float* bias,
                                 int B, int IN, int OUT, int act, int tf32, cudaStream_t stream) {
     MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL};
-    mf_matmul<true, true>(out, inp, weight, B, OUT, IN, epi, NULL, 0, tf32, stream);
+    mf_matmul<true, true>(out, inp, weight, B, OUT, IN, epi, NULL, 0, tf32, 1, stream);
 }
 
 // dinp = (dout . weight) * act'(inp_act); dout is (B, OUT), weight is (OUT, IN), inp_act and dinp
@@ -711,14 +814,14 @@ static void matmul_backward_dinp_fast(float* dinp, const float* dout, const floa
         exit(EXIT_FAILURE);
     }
     MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act};
-    mf_matmul<true, false>(dinp, dout, weight, B, IN, OUT, epi, NULL, 0, tf32, stream);
+    mf_matmul<true, false>(dinp, dout, weight, B, IN, OUT, epi, NULL, 0, tf32, 1, stream);
 }
 
 // floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT); 0 means none
 static size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
     size_t need = 0;
     for (int tf32 = 0; tf32 < 2; tf32++) {
-        MatmulFastPlan p = mf_plan(OUT, IN, B, tf32, 1);
+        MatmulFastPlan p = mf_plan(OUT, IN, B, 0, 0, tf32, 1);
         if (p.splits > 1 && !p.cluster) {
             size_t n = (size_t)p.splits * OUT * IN;
             if (n > need) need = n;
@@ -732,5 +835,5 @@ static size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
 static void matmul_backward_dweight_fast(float* dweight, const float* dout, const float* inp, int B, int IN,
                                          int OUT, float* scratch, int tf32, cudaStream_t stream) {
     MatmulFastEpi epi = {MF_EPI_RAW, 3, NULL, NULL};
-    mf_matmul<false, false>(dweight, dout, inp, OUT, IN, B, epi, scratch, 1, tf32, stream);
+    mf_matmul<false, false>(dweight, dout, inp, OUT, IN, B, epi, scratch, 1, tf32, 0, stream);
 }

@@ -1,16 +1,19 @@
 /*
 SGD with momentum μ and weight decay λ, torch.optim.SGD's semantics (dampening 0), over
-the whole flat parameter buffer at once. CPU twin: sgd_update_cpu.
+the flat parameter buffer (or a slice of it: one layer's W and b). CPU twin: sgd_update_cpu.
 
     g = grad + λ·p;   buf = μ·buf + g;   p = p - lr·buf
 
 (PyTorch sets buf = g on the first step; buf starts at zero here and μ·0 + g is exactly g.)
 Two versions: one float per thread, and the fast one with 16-byte (float4) loads and
 stores, which moves the same bytes in a quarter of the memory instructions. The buffers
-come from cudaMalloc, so they are 256-byte aligned; the last n % 4 floats go one at a time.
+come from cudaMalloc, so they are 256-byte aligned, but a layer's slice of them need not be:
+the float4 kernel runs when the pointers allow it; the last n % 4 floats go one at a time.
 */
 #ifndef MLP_SGD_CUH
 #define MLP_SGD_CUH
+
+#include <stdint.h>
 
 #include "common.cuh"
 
@@ -46,8 +49,12 @@ __global__ void sgd_update_vec4_kernel(float *params, const float *grads, float 
         sgd_one(params[i], grads[i], mbuf[i], lr, mu, wd);
 }
 
+// vec4: the float4 kernel, when all three pointers are 16-byte aligned (a layer's slice of the flat
+// buffers may start anywhere); otherwise one float per thread.
 static inline void sgd_update(float *params, const float *grads, float *mbuf, size_t n, float lr, float mu, float wd,
                               int vec4, cudaStream_t stream) {
+    if (n == 0) return;
+    if ((((uintptr_t)params | (uintptr_t)grads | (uintptr_t)mbuf) & 15) != 0) vec4 = 0;
     size_t work = vec4 ? CEIL_DIV(n, (size_t)4) : n;
     size_t blocks = CEIL_DIV(work, (size_t)256);
     int grid = (int)(blocks < 4096 ? blocks : 4096);

@@ -84,6 +84,7 @@ __global__ void __launch_bounds__(LOSS_THREADS)
     softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step, const float *logits,
                               const int *labels, int B, int C) {
     __shared__ double shared[LOSS_THREADS];
+    pdl_wait();  // launched with PDL: the logits are the previous kernel's output (kernels/common.cuh)
     for (int b = threadIdx.x; b < B; b += blockDim.x)
         losses[b] = softmax_xent_row(dlogits + (size_t)b * C, logits + (size_t)b * C, labels[b], C, B);
     __syncthreads();  // every row's loss is written before the block sums them
@@ -125,9 +126,9 @@ __global__ void sum_two_kernel(double *out, const float *a, const float *b, int 
 static inline void softmax_xent_forward_backward(float *dlogits, float *losses, float *step_losses, int *step,
                                                  const float *logits, const int *labels, int B, int C, int fused,
                                                  cudaStream_t stream) {
-    if (fused) {
-        softmax_xent_fused_kernel<<<1, LOSS_THREADS, 0, stream>>>(dlogits, losses, step_losses, step, logits, labels,
-                                                                  B, C);
+    if (fused) {  // with PDL: it always follows the last layer's forward kernel in the same stream
+        launch_pdl(softmax_xent_fused_kernel, dim3(1), dim3(LOSS_THREADS), 0, stream, dlogits, losses, step_losses, step,
+                   logits, labels, B, C);
         cudaCheck(cudaGetLastError());
         return;
     }

@@ -45,6 +45,7 @@ static double rel_err(const float* x, const float* ref, size_t n) {
 
 int main(int argc, char** argv) {
     require_gpu_or_exit("matmul_cpu_vs_gpu");
+    pdl_allowed = 0;   // single kernels against cuBLAS: no launch overlapping (kernels/common.cuh)
     double limit_s = argc > 1 ? atof(argv[1]) : 60.0;
     char buf[256];
     const char* path = csv_path(argc > 2 ? argv[2] : NULL, "matmul_cpu_vs_gpu", buf, sizeof(buf));

@@ -24,6 +24,8 @@ Run:
   ./matmul_forward          validate all versions, benchmark all + cuBLAS, validate again, summary
   ./matmul_forward 5        the same for version 5 only (and cuBLAS)
   ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
+  ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
+  ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu)
   CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
 
 Tolerances (relative norm error ||out - ref|| / ||ref|| against a double-precision CPU reference):
@@ -392,13 +394,17 @@ static float time_version(int v, Bufs* b) {
 static const int bench_layers[4][2] = {{784, 128}, {784, 1024}, {1024, 1024}, {1024, 10}};
 static const int bench_batches[2] = {64, 256};
 #define NPROB 24
+#define PAIRED_ROUNDS 5
 
 static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product
     int bi = i / 12, li = (i / 3) % 4, prod = i % 3;
     return make_problem(bench_batches[bi], bench_layers[li][0], bench_layers[li][1], prod);
 }
 
-static int sweep(const char* csv_file) {
+// the batch-256 wide shapes (784->1024, 1024->1024): the issue's targets, and most of the wide step
+static int is_wide_problem(int i) { return i / 12 == 1 && (i / 3) % 4 >= 1 && (i / 3) % 4 <= 2; }
+
+static int sweep(const char* csv_file, int wide_only) {
     printf("\nsweep: every tile configuration (c) and K split (s) of versions 5 and 6 (ms per call, median);"
            " * = the heuristic's pick\n");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
@@ -424,12 +430,22 @@ static int sweep(const char* csv_file) {
     printf("every configuration x split on odd shapes: %d passed, %d failed\n", passed, failed);
     FILE* csv = fopenCheck(csv_file, "w");
     fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
+    int tuned[NPROB][2][2];   // fastest (cfg, splits) per shape and precision, for the tuned table
+    memset(tuned, 0, sizeof(tuned));
     for (int i = 0; i < NPROB; i++) {
+        if (wide_only && !is_wide_problem(i)) continue;
         Problem p = bench_problem(i);
         Bufs b; bufs_init(&b, p, 1);
         printf("%-7s B=%-3d %4d->%-4d M %4d N %4d K %4d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
+        if (wide_only) {   // the yardsticks in the same run, so the percentages compare like with like
+            const float c32 = time_version(V_CUBLAS, &b), ct = time_version(V_CUBLAS_TF32, &b);
+            printf(" cuBLAS FP32 %.4f TF32 %.4f |", c32, ct);
+            fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,0,-1,1,%.6f,0\n%s,%d,%d,%d,%d,%d,%d,1,-1,1,%.6f,0\n",
+                    prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K, c32,
+                    prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K, ct);
+        }
         for (int tf32 = 0; tf32 < 2; tf32++) {
-            MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
+            MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
             int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
             const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
             float best = 1e30f; int bc = 0, bs = 0;
@@ -438,7 +454,7 @@ static int sweep(const char* csv_file) {
                     if (sp > 1 && p.K / sp < cfgs[c].bk) continue;
                     matmul_fast_force_cfg = c;
                     matmul_fast_force_splits = sp;
-                    MatmulFastPlan got = mf_plan(p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
+                    MatmulFastPlan got = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
                     if (got.cfg != c || (got.splits > 1) != (sp > 1)) continue;   // not possible here (no scratch)
                     int ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, before)", 0);
                     float ms = time_version(tf32 ? 6 : 5, &b);
@@ -458,6 +474,7 @@ static int sweep(const char* csv_file) {
             matmul_fast_force_cfg = -1; matmul_fast_force_splits = 0;
             printf(" %s best c%d/s%d %.4f pick c%d/s%d %.4f (%.0f%%)", tf32 ? "TF32" : "FP32", bc, bs, best, pick.cfg,
                    pick.splits, pms, 100.0 * best / pms);
+            tuned[i][tf32][0] = bc; tuned[i][tf32][1] = bs;
         }
         printf("\n");
         fflush(stdout);
@@ -468,12 +485,20 @@ static int sweep(const char* csv_file) {
     for (int c = 0; c < MF_NUM_FP32_CFGS; c++) printf(" c%d %s;", c, mf_fp32_cfgs[c].name);
     printf("\nconfigs TF32:");
     for (int c = 0; c < MF_NUM_TF32_CFGS; c++) printf(" c%d %s;", c, mf_tf32_cfgs[c].name);
+    printf("\ntuned table from this sweep, TF32 (kernels/matmul_fast.cuh mf_tuned: a_kc, b_kc, M, N, K, tf32, cfg, "
+           "splits; the FP32 picks are left to the cost model, see there):\n");
+    for (int i = 0; i < NPROB; i++) {
+        if (!is_wide_problem(i) || !tuned[i][1][1]) continue;
+        Problem p = bench_problem(i);
+        printf("    {%d, %d, %4d, %4d, %4d, 1, %d, %d},\n", p.a_kc, p.b_kc, p.M, p.N, p.K, tuned[i][1][0], tuned[i][1][1]);
+    }
     printf("\nwrote %s\nsweep: %d passed, %d failed\n", csv_file, passed, failed);
     return failed;
 }
 
 int main(int argc, char** argv) {
     require_gpu_or_exit("matmul_forward");
+    pdl_allowed = 0;   // single kernels against cuBLAS: no launch overlapping (kernels/common.cuh)
     print_gpu_name();
     cublasCheck(cublasCreate(&cublas_handle));
     cublasCheck(cublasSetMathMode(cublas_handle, CUBLAS_DEFAULT_MATH));
@@ -485,8 +510,33 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         char sbuf[256];
-        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)));
+        const int wide_only = argc > 3 && strcmp(argv[3], "wide") == 0;
+        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), wide_only);
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    }
+    if (argc > 1 && strcmp(argv[1], "one") == 0) {   // for a profiler: one validated call of one choice
+        if (argc != 9) {
+            fprintf(stderr, "usage: %s one fwd|dinp|dweight B IN OUT tf32(0|1) cfg splits\n", argv[0]);
+            return EXIT_FAILURE;
+        }
+        int prod = -1;
+        for (int j = 0; j < 3; j++) if (strcmp(argv[2], prod_names[j]) == 0) prod = j;
+        const int tf32 = atoi(argv[6]);
+        matmul_fast_force_cfg = atoi(argv[7]);
+        matmul_fast_force_splits = atoi(argv[8]);
+        if (prod < 0 || (tf32 != 0 && tf32 != 1) ||
+            matmul_fast_force_cfg < 0 || matmul_fast_force_cfg >= (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS)) {
+            fprintf(stderr, "one: bad product, tf32 flag or configuration index\n");
+            return EXIT_FAILURE;
+        }
+        Problem p = make_problem(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), prod);
+        Bufs b; bufs_init(&b, p, 1);
+        int ok = validate_one(tf32 ? 6 : 5, &b, " (one)", 1);
+        for (int r = 0; r < 3; r++) run_version(tf32 ? 6 : 5, b.C, b.A, b.B, &b.p, b.scratch, 0);
+        cudaCheck(cudaDeviceSynchronize());
+        bufs_free(&b);
+        printf("%d passed, %d failed\n", ok, !ok);
+        return ok ? EXIT_SUCCESS : EXIT_FAILURE;
     }
     int only = argc > 1 ? atoi(argv[1]) : 0;
     if (argc > 1 && (only < 1 || only > 6)) {
@@ -571,6 +621,33 @@ int main(int argc, char** argv) {
             float c32 = ms_all[i][V_CUBLAS], ct = ms_all[i][V_CUBLAS_TF32], v5 = ms_all[i][5], v6 = ms_all[i][6];
             printf("| %s | %d | %d->%d | %.4f | %.4f | %.0f%% | %.4f | %.4f | %.0f%% |\n", prod_names[p.prod], p.Bsz, p.IN,
                    p.OUT, c32, v5, v5 > 0 ? 100.0 * c32 / v5 : 0.0, ct, v6, v6 > 0 ? 100.0 * ct / v6 : 0.0);
+        }
+    }
+    if (!only || only >= 5) {
+        // cuBLAS's time on these 10-25 us calls moves by up to 40% between runs (clocks, and which
+        // kernel it picks), so the percentages above are one sample each. Here cuBLAS and ours are
+        // timed alternately, 5 rounds, and the median of the 5 ratios is the figure.
+        printf("\npaired timing, batch-256 wide shapes: cuBLAS and v5 / v6 alternately, %d rounds, median of the "
+               "ratios (cuBLAS time / ours)\n", PAIRED_ROUNDS);
+        printf("| product | B | IN->OUT | FP32 %% of cuBLAS (min..max) | TF32 %% of cuBLAS (min..max) |\n|---|---|---|---|---|\n");
+        for (int i = 0; i < NPROB; i++) {
+            if (!is_wide_problem(i)) continue;
+            Problem p = bench_problem(i);
+            Bufs b; bufs_init(&b, p, 1);
+            printf("| %s | %d | %d->%d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT);
+            for (int tf32 = 0; tf32 < 2; tf32++) {
+                float r[PAIRED_ROUNDS];
+                for (int k = 0; k < PAIRED_ROUNDS; k++)
+                    r[k] = time_version(tf32 ? V_CUBLAS_TF32 : V_CUBLAS, &b) / time_version(tf32 ? 6 : 5, &b);
+                int ok = validate_one(tf32 ? 6 : 5, &b, " (after paired timing)", 0);
+                passed += ok; failed += !ok;
+                float lo = r[0], hi = r[0];
+                for (int k = 1; k < PAIRED_ROUNDS; k++) { lo = r[k] < lo ? r[k] : lo; hi = r[k] > hi ? r[k] : hi; }
+                printf(" %.0f%% (%.0f..%.0f) |", 100.0 * median(r, PAIRED_ROUNDS), 100.0 * lo, 100.0 * hi);
+            }
+            printf("\n");
+            fflush(stdout);
+            bufs_free(&b);
         }
     }
     printf("wrote %s\n", path);
