@@ -28,7 +28,7 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 enum { ACT_SIGMOID = 0, ACT_RELU = 1, ACT_TANH = 2, ACT_NONE = 3 };
 
 // How the GPU trainer runs its steps (-f)
-enum { PATH_AUTO = -1, PATH_SIMPLE = 0, PATH_GRAPH = 1, PATH_PERSISTENT = 2 };
+enum { PATH_SIMPLE = 0, PATH_GRAPH = 1, PATH_PERSISTENT = 2 };
 static const char *const ACT_NAMES[] = {"sigmoid", "relu", "tanh", "none"};
 
 typedef struct {
@@ -44,7 +44,7 @@ typedef struct {
     char log_path[1024];   // CSV log
     int max_steps;         // 0 = all; else stop each epoch after this many steps (for tests)
     int tf32;              // GPU only: TF32 tensor cores in the matmuls
-    int path;              // GPU only: PATH_* below; PATH_AUTO picks by model size
+    int path;              // GPU only: PATH_* below
 } Config;
 
 // The flat parameter buffer, shared by every implementation and the checkpoint/reference
@@ -93,10 +93,9 @@ static const ArgSpec ARGS[] = {
     {'t', "INT", ARG_INT, CFG(max_steps), 0, 1000000000, 0,
      "stop each epoch after this many steps (0 = the whole epoch)"},
     {'x', "0|1", ARG_INT, CFG(tf32), 0, 1, 1, "TF32 tensor cores in the matmuls (looser precision)"},
-    {'f', "0|1|2", ARG_INT, CFG(path), -1, 2, 1,
-     "kernels: 0 simple, one launch each; 1 fast, fused, replayed in CUDA graphs; 2 one persistent "
-     "kernel per run of steps (small models); -1 auto: 2 when every layer after the input is <= 256 "
-     "wide and B <= 256, else 1"},
+    {'f', "0|1|2", ARG_INT, CFG(path), 0, 2, 1,
+     "kernels: 0 simple, one launch each; 1 fast, fused, three streams replayed in CUDA graphs; 2 one "
+     "persistent kernel per run of steps (FP32)"},
 };
 #undef CFG
 #define NUM_ARGS ((int)(sizeof(ARGS) / sizeof(ARGS[0])))
@@ -118,7 +117,7 @@ static inline void config_defaults(Config *c, int is_gpu) {
     snprintf(c->log_path, sizeof(c->log_path), "logs/%s.csv", is_gpu ? "train_mlp" : "train_mlp_cpu");
     c->max_steps = 0;
     c->tf32 = 0;
-    c->path = PATH_AUTO;
+    c->path = PATH_GRAPH;
 }
 
 // "784,128,10" -> sizes and L; 0 on success, else writes err

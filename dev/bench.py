@@ -63,6 +63,7 @@ CONFIGS = {
 # our runs: (config, mode, extra flags, TF32?)
 OUR_RUNS = [
     ("small", "fp32", [], False),
+    ("small", "fp32_persistent", ["-f", "2"], False),   # the persistent kernel, for comparison
     ("wide", "fp32", [], False),
     ("wide", "tf32", ["-x", "1"], True),
 ]
@@ -365,7 +366,7 @@ def row_cells(r):
     return cells
 
 
-MODE_ORDER = ["fp32", "tf32", "eager", "eager_tf32", "compile", "compile_tf32",
+MODE_ORDER = ["fp32", "fp32_persistent", "tf32", "eager", "eager_tf32", "compile", "compile_tf32",
               "compile_cudagraphs", "compile_cudagraphs_tf32"]
 
 

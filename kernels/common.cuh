@@ -79,7 +79,13 @@ static inline void *cuda_malloc_check_at(size_t bytes, const char *what, const c
 // the backward pass's second stream needed. So the dependents launch as the blocks exit.)
 // launch_pdl() uses it only where the GPU and the compiled code support it, pdl_allowed is set,
 // and the environment has no MLP_PDL=0 (for measuring what it buys). The launchers that use it
-// say so: they must follow another kernel in their stream directly, not a cross-stream wait.
+// say so, and the caller keeps two rules:
+//   - the previous operation in the stream is a kernel (not a wait for another stream's event);
+//   - no event that another stream waits on is recorded between that kernel and this one. To start
+//     the PDL kernel early the stream has to pass the event early, and whether the event then still
+//     waits for the previous kernel's writes is not something the programming guide promises.
+// The trainer uses PDL in the forward pass and for the fused softmax, where no events are recorded;
+// the backward pass records events between all its kernels (train_mlp.cu model_backward_update).
 __device__ __forceinline__ void pdl_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");

@@ -18,6 +18,7 @@ is the same, bit for bit, on every run.
 #define MLP_MATMUL_CUH
 
 #include "common.cuh"
+#include "sgd.cuh"  // sgd_one, for the bias update fused into the fast dbias
 
 // one thread per out[b][o]
 __global__ void matmul_forward_kernel(float *out, const float *inp, const float *weight, const float *bias, int B,
@@ -69,9 +70,11 @@ __global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, in
 // reproducible; but 32x the threads in flight, which matters when OUT is 1024 and B is 256
 // (the one-thread-per-column kernel above measured 11 us there on an H200).
 #define DBIAS_TILE 32
-__global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT) {
+// With param != NULL, the SGD step of the bias is fused in: the thread that writes dbias[o]
+// also updates param[o] and mbuf[o] (kernels/sgd.cuh).
+__global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT, float *param,
+                                                   float *mbuf, float lr, float mu, float wd) {
     __shared__ float partial[DBIAS_TILE][DBIAS_TILE + 1];  // +1: no bank conflicts on the column walk
-    pdl_wait();  // launched with PDL: dout is the previous kernel's output (kernels/common.cuh)
     int o = blockIdx.x * DBIAS_TILE + threadIdx.x;
     float sum = 0.0f;
     if (o < OUT)
@@ -82,7 +85,10 @@ __global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *do
         if (threadIdx.y < stride) partial[threadIdx.y][threadIdx.x] += partial[threadIdx.y + stride][threadIdx.x];
         __syncthreads();
     }
-    if (threadIdx.y == 0 && o < OUT) dbias[o] = partial[0][threadIdx.x];
+    if (threadIdx.y == 0 && o < OUT) {
+        dbias[o] = partial[0][threadIdx.x];
+        if (param) sgd_one(param[o], partial[0][threadIdx.x], mbuf[o], lr, mu, wd);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -96,14 +102,17 @@ static inline void matmul_forward(float *out, const float *inp, const float *wei
     cudaCheck(cudaGetLastError());
 }
 
-// the bias gradient: a column sum of dout (the simple or the tiled kernel)
-static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, int tiled,
-                                         cudaStream_t stream) {
-    if (tiled)  // with PDL: the trainer enqueues it right after the dweight kernel in the same stream
-        launch_pdl(matmul_backward_dbias_tiled_kernel, dim3(CEIL_DIV(OUT, DBIAS_TILE)), dim3(DBIAS_TILE, DBIAS_TILE), 0,
-                   stream, dbias, dout, B, OUT);
-    else
-        matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
+// the bias gradient: a column sum of dout (the simple kernel)
+static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, cudaStream_t stream) {
+    matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
+    cudaCheck(cudaGetLastError());
+}
+
+// the fast path's: the tiled kernel, and with param != NULL the bias's SGD step fused in
+static inline void matmul_backward_dbias_fast(float *dbias, const float *dout, int B, int OUT, float *param,
+                                              float *mbuf, float lr, float mu, float wd, cudaStream_t stream) {
+    matmul_backward_dbias_tiled_kernel<<<CEIL_DIV(OUT, DBIAS_TILE), dim3(DBIAS_TILE, DBIAS_TILE), 0, stream>>>(
+        dbias, dout, B, OUT, param, mbuf, lr, mu, wd);
     cudaCheck(cudaGetLastError());
 }
 
@@ -119,7 +128,7 @@ static inline void matmul_backward(float *dinp, float *dweight, float *dbias, co
     matmul_backward_dweight_kernel<<<dim3(CEIL_DIV(IN, 32), CEIL_DIV(OUT, 8)), block, 0, stream>>>(dweight, dout, inp,
                                                                                                    B, IN, OUT);
     cudaCheck(cudaGetLastError());
-    matmul_backward_dbias(dbias, dout, B, OUT, 0, stream);
+    matmul_backward_dbias(dbias, dout, B, OUT, stream);
 }
 
 #endif // MLP_MATMUL_CUH

@@ -44,6 +44,7 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
 #include <stdlib.h>
 #include <stdint.h>
 #include "common.cuh"   // cudaCheck: one-line errors with a hint
+#include "sgd.cuh"      // sgd_one, for the SGD fused into dweight's epilogue
 
 // ----------------------------------------------------------------------------
 // utilities
@@ -76,12 +77,22 @@ __device__ __forceinline__ uint32_t mf_to_tf32(float x) {
 }
 
 // what happens to an output element after its sum is complete
-enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2 };
+enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2, MF_EPI_SGD = 3 };
+
+// SGD fused into the weight gradient's epilogue (kernels/sgd.cuh): once dW[i] is complete, the same
+// thread updates the parameter and its momentum, param[i] and mbuf[i], laid out like dW.
+typedef struct {
+    float* param;        // (M, N) the weights W, updated in place
+    float* mbuf;         // (M, N) their momentum buffer
+    float lr, mu, wd;
+} MatmulFastSgd;
+
 typedef struct {
     int kind;            // MF_EPI_*
     int act;             // activation code 0..3
     const float* bias;   // (N) for MF_EPI_FORWARD, may be NULL
     const float* aux;    // (M, N) activation output for MF_EPI_DINP, may be NULL when act == 3
+    MatmulFastSgd sgd;   // for MF_EPI_SGD
 } MatmulFastEpi;
 
 // not inlined: the epilogue runs once per output, and its inlined copies kept the compiler from
@@ -93,6 +104,10 @@ __device__ __noinline__ float mf_epilogue(float v, int m, int n, int N, MatmulFa
     }
     if (epi.kind == MF_EPI_DINP && epi.act != 3) {
         return v * mf_dact(epi.aux[(size_t)m * N + n], epi.act);
+    }
+    if (epi.kind == MF_EPI_SGD) {   // v is dW[m][n], complete: the gradient is stored, and W steps
+        const size_t i = (size_t)m * N + n;
+        sgd_one(epi.sgd.param[i], v, epi.sgd.mbuf[i], epi.sgd.lr, epi.sgd.mu, epi.sgd.wd);
     }
     return v;
 }
@@ -215,8 +230,8 @@ __device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, 
         const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
         if (m >= M) continue;
         float o[4] = {v.x, v.y, v.z, v.w};
-        #pragma unroll
-        for (int j = 0; j < 4; j++) o[j] = mf_epilogue(o[j], m, n + j, N, epi);
+        #pragma unroll   // only in range: past column N - 1 the index m * N + n is the next row's
+        for (int j = 0; j < 4; j++) if (n + j < N) o[j] = mf_epilogue(o[j], m, n + j, N, epi);
         if (vec && n < N) {   // N % 4 == 0 and C 16-byte aligned: the four are in range together
             *reinterpret_cast<float4*>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
         } else {
@@ -796,12 +811,12 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
 // the launchers the trainer calls
 
 // out = act(inp . weight^T + bias); inp is (B, IN), weight is (OUT, IN), bias is (OUT) or NULL,
-// out is (B, OUT); act in {0,1,2,3}. Launched with PDL: enqueue it right after the kernel that
-// writes inp (as the trainer does), not right after a wait on another stream.
-// The same holds for matmul_backward_dinp_fast; matmul_backward_dweight_fast launches plainly.
+// out is (B, OUT); act in {0,1,2,3}. Launched with PDL (kernels/common.cuh): enqueue it right after
+// the kernel that writes inp, as the trainer's forward pass does. The backward launchers below
+// launch plainly: the trainer records events between them (kernels/common.cuh says why that matters).
 static void matmul_forward_fast(float* out, const float* inp, const float* weight, const float* bias,
                                 int B, int IN, int OUT, int act, int tf32, cudaStream_t stream) {
-    MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL};
+    MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}};
     mf_matmul<true, true>(out, inp, weight, B, OUT, IN, epi, NULL, 0, tf32, 1, stream);
 }
 
@@ -813,8 +828,8 @@ static void matmul_backward_dinp_fast(float* dinp, const float* dout, const floa
         fprintf(stderr, "matmul_backward_dinp_fast: inp_act is NULL but act is %d (only 3 = none allows it)\n", act);
         exit(EXIT_FAILURE);
     }
-    MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act};
-    mf_matmul<true, false>(dinp, dout, weight, B, IN, OUT, epi, NULL, 0, tf32, 1, stream);
+    MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}};
+    mf_matmul<true, false>(dinp, dout, weight, B, IN, OUT, epi, NULL, 0, tf32, 0, stream);
 }
 
 // floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT); 0 means none
@@ -831,9 +846,13 @@ static size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
 }
 
 // dweight = dout^T . inp (overwrites); dout is (B, OUT), inp is (B, IN), dweight is (OUT, IN).
-// scratch: at least matmul_fast_scratch_floats(B, IN, OUT) floats (NULL: no K split)
+// scratch: at least matmul_fast_scratch_floats(B, IN, OUT) floats (NULL: no K split).
+// sgd: NULL, or the weights (OUT, IN) and momentum to update with the finished gradient (the
+// optimizer step fused in: nothing may read W between this kernel and the next forward pass).
 static void matmul_backward_dweight_fast(float* dweight, const float* dout, const float* inp, int B, int IN,
-                                         int OUT, float* scratch, int tf32, cudaStream_t stream) {
-    MatmulFastEpi epi = {MF_EPI_RAW, 3, NULL, NULL};
+                                         int OUT, float* scratch, int tf32, const MatmulFastSgd* sgd,
+                                         cudaStream_t stream) {
+    MatmulFastEpi epi = {MF_EPI_RAW, 3, NULL, NULL, {}};
+    if (sgd) { epi.kind = MF_EPI_SGD; epi.sgd = *sgd; }
     mf_matmul<false, false>(dweight, dout, inp, OUT, IN, B, epi, scratch, 1, tf32, 0, stream);
 }

@@ -23,6 +23,7 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
 Run:
   ./matmul_forward          validate all versions, benchmark all + cuBLAS, validate again, summary
   ./matmul_forward 5        the same for version 5 only (and cuBLAS)
+  ./matmul_forward fast     the same for versions 5 and 6 (and cuBLAS)
   ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
   ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu)
@@ -201,7 +202,7 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
             int tf32 = v == 6;
             if (p->prod == PROD_FWD) matmul_forward_fast(C, A, B, NULL, p->Bsz, p->IN, p->OUT, 3, tf32, s);
             else if (p->prod == PROD_DINP) matmul_backward_dinp_fast(C, A, B, NULL, 3, p->Bsz, p->IN, p->OUT, tf32, s);
-            else matmul_backward_dweight_fast(C, A, B, p->Bsz, p->IN, p->OUT, scratch, tf32, s);
+            else matmul_backward_dweight_fast(C, A, B, p->Bsz, p->IN, p->OUT, scratch, tf32, NULL, s);
             return;   // the launchers check their own launches
         }
         case V_CUBLAS: case V_CUBLAS_TF32: {
@@ -538,15 +539,16 @@ int main(int argc, char** argv) {
         printf("%d passed, %d failed\n", ok, !ok);
         return ok ? EXIT_SUCCESS : EXIT_FAILURE;
     }
-    int only = argc > 1 ? atoi(argv[1]) : 0;
-    if (argc > 1 && (only < 1 || only > 6)) {
-        fprintf(stderr, "usage: %s [version 1..6 | sweep] [csv path]\n", argv[0]);
+    const int fast_only = argc > 1 && strcmp(argv[1], "fast") == 0;   // versions 5 and 6 (and cuBLAS)
+    int only = argc > 1 && !fast_only ? atoi(argv[1]) : 0;
+    if (argc > 1 && !fast_only && (only < 1 || only > 6)) {
+        fprintf(stderr, "usage: %s [version 1..6 | fast | sweep | one ...] [csv path]\n", argv[0]);
         return EXIT_FAILURE;
     }
     char buf[256];
     const char* path = csv_path(argc > 2 ? argv[2] : NULL, "matmul_forward", buf, sizeof(buf));
     int versions[8], nv = 0;
-    for (int v = 1; v <= 6; v++) if (!only || only == v) versions[nv++] = v;
+    for (int v = fast_only ? 5 : 1; v <= 6; v++) if (!only || only == v) versions[nv++] = v;
     versions[nv++] = V_CUBLAS; versions[nv++] = V_CUBLAS_TF32;
 
     int passed = 0, failed = 0;
