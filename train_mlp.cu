@@ -19,13 +19,13 @@ print a log line. Three ways to run the steps (-f):
   0  the simple kernels, one launch each: slow, but the clearest picture of the work;
   1  (the default) the fast kernels (tiled matmuls with the bias, activation and activation-
      gradient fused in, TF32 with -x 1; the backward pass on three streams, the SGD step partly
-     fused in; programmatic dependent launch in the forward pass), each run of steps between
-     two log lines captured once into a CUDA graph and replayed: a step costs a graph of a
-     dozen nodes, not a dozen host launches;
+     fused in, the next batch gathered meanwhile; programmatic dependent launch in the forward
+     pass), each run of steps between two log lines captured once into a CUDA graph and
+     replayed: a step costs a graph of a dozen nodes, not a dozen host launches;
   2  one persistent kernel per run of steps, all of a step's phases inside it, separated by
      grid-wide barriers (kernels/persistent.cuh): written for small models, where launches
      cost more than the arithmetic. Since the backward pass runs on three streams, path 1 is
-     as fast or faster for them too (dev/results: 28.3 against 31.4 ms per small epoch, H200).
+     faster for them too (26.3 against 31.4 ms per small epoch: dev/results/bench_h200_2026-11-22c.md).
 
 Shapes: B batch, IN/OUT a layer's features, C classes, L layers.
 Build: make train      Run: ./train_mlp  (or ./train_mlp -h)
@@ -66,6 +66,8 @@ typedef struct {
     size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *params, *grads, *mbuf;            // flat buffers, the layout of param_layout()
     float *acts[MAX_LAYERS + 1];             // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
+    float *batches[2];                       // acts[0] is one of these (the fast path gathers the next
+    int *batch_labels[2];                    // step's batch into the other one: train_steps_fast)
     float *dacts[MAX_LAYERS + 1];            // gradients of the same shapes (dacts[0] unused)
     float *losses;                           // (max_batch) per-example losses
     int *labels;                             // (max_batch)
@@ -77,7 +79,7 @@ typedef struct {
     // fast path: two more streams for the backward pass, one for the weight gradients and one for
     // the bias gradients (see model_backward_update), and the events that order them
     cudaStream_t side, bias_stream;
-    cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done;
+    cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_logits;
 } Model;
 
 static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int path, int tf32,
@@ -116,11 +118,19 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     }
     m->losses = (float *)cudaMallocCheck((size_t)max_batch * sizeof(float), "the losses");
     m->labels = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
+    m->batches[0] = m->acts[0];
+    m->batch_labels[0] = m->labels;
+    if (m->fast) {  // the second batch buffer, for gathering ahead
+        m->batches[1] = (float *)cudaMallocCheck((size_t)max_batch * sizes[0] * sizeof(float), "the activations");
+        m->batch_labels[1] = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
+    }
     m->perm = (int *)cudaMallocCheck((size_t)(n_train > 0 ? n_train : 1) * sizeof(int), "the permutation");
     m->step = (int *)cudaMallocCheck(sizeof(int), "the step counter");
     m->step_losses = (float *)cudaMallocCheck((size_t)steps_per_epoch * sizeof(float), "the step losses");
     cudaCheck(cudaMemset(m->step, 0, sizeof(int)));
     if (m->fast) {
+        // (Giving the main stream, which carries the critical path, a higher priority than these
+        // two measured no difference: dev/results/ab_prefetch_priority_h200.log.)
         cudaCheck(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
         cudaCheck(cudaStreamCreateWithFlags(&m->bias_stream, cudaStreamNonBlocking));
         for (int l = 0; l < L; l++) {
@@ -129,6 +139,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
         }
         cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
         cudaCheck(cudaEventCreateWithFlags(&m->ev_bias_done, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_logits, cudaEventDisableTiming));
     }
 }
 
@@ -137,13 +148,16 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->grads));
     cudaCheck(cudaFree(m->mbuf));
     for (int l = 0; l <= m->L; l++) {
-        cudaCheck(cudaFree(m->acts[l]));
+        if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
         cudaCheck(cudaFree(m->dacts[l]));
+    }
+    for (int i = 0; i < 2; i++) {  // (cudaFree(NULL) does nothing)
+        cudaCheck(cudaFree(m->batches[i]));
+        cudaCheck(cudaFree(m->batch_labels[i]));
     }
     cudaCheck(cudaFree(m->scratch));
     cudaCheck(cudaFree(m->pscratch));
     cudaCheck(cudaFree(m->losses));
-    cudaCheck(cudaFree(m->labels));
     cudaCheck(cudaFree(m->perm));
     cudaCheck(cudaFree(m->step));
     cudaCheck(cudaFree(m->step_losses));
@@ -154,6 +168,7 @@ static void model_free(Model *m) {
         }
         cudaCheck(cudaEventDestroy(m->ev_side_done));
         cudaCheck(cudaEventDestroy(m->ev_bias_done));
+        cudaCheck(cudaEventDestroy(m->ev_logits));
         cudaCheck(cudaStreamDestroy(m->side));
         cudaCheck(cudaStreamDestroy(m->bias_stream));
     }
@@ -268,12 +283,18 @@ static void device_data_free(DeviceData *d) {
 // ----------------------------------------------------------------------------
 // one training step, and runs of steps (replayed from CUDA graphs on the fast path)
 
-// Forward, loss, backward and update on the bs rows already in acts[0] and labels.
-static void train_step_on_batch(Model *m, int bs, float lr, float momentum, float weight_decay, cudaStream_t stream) {
+// Forward and loss on the bs rows in acts[0] and labels: the logits, dlogits, the step's loss, and
+// the device step counter moves on (softmax_xent.cuh)
+static void model_forward_loss(Model *m, int bs, cudaStream_t stream) {
     int L = m->L;
     model_forward(m, bs, stream);
     softmax_xent_forward_backward(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
                                   m->sizes[L], m->fast, stream);
+}
+
+// Forward, loss, backward and update on the bs rows already in acts[0] and labels.
+static void train_step_on_batch(Model *m, int bs, float lr, float momentum, float weight_decay, cudaStream_t stream) {
+    model_forward_loss(m, bs, stream);
     if (m->fast) model_backward_update(m, bs, lr, momentum, weight_decay, stream);
     else model_backward_simple(m, bs, lr, momentum, weight_decay, stream);
 }
@@ -282,6 +303,33 @@ static void train_step_on_batch(Model *m, int bs, float lr, float momentum, floa
 static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
     gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, m->B, bs, train->D, stream);
     train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
+}
+
+// Enqueues n steps on the fast path, the last with last_bs rows. The same steps as n train_step()s,
+// with one change in the order: step i+1's batch is gathered while step i runs its backward pass,
+// on the bias stream (once step i's loss has moved the step counter on), into the other of the two
+// batch buffers. model_backward_update ends with the main stream waiting for the bias stream, so
+// the batch is in place when step i+1 starts, and the gather is off the critical path (small model:
+// 28.3 -> 26.5 ms per epoch on an H200; the wide one: no change). The first step of a run gathers
+// its own batch: a run (one graph) depends on no other.
+static void train_steps_fast(Model *m, const DeviceData *train, int n, int last_bs, const Config *c,
+                             cudaStream_t stream) {
+    for (int i = 0; i < n; i++) {
+        const int bs = i == n - 1 ? last_bs : m->B, next_bs = i + 1 == n - 1 ? last_bs : m->B;
+        m->acts[0] = m->batches[i % 2];
+        m->labels = m->batch_labels[i % 2];
+        if (i == 0)
+            gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, m->B, bs, train->D,
+                         stream);
+        model_forward_loss(m, bs, stream);
+        if (i + 1 < n) {  // the previous step, which read the other buffer, has finished
+            cudaCheck(cudaEventRecord(m->ev_logits, stream));
+            cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_logits, 0));
+            gather_batch(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels, m->perm,
+                         m->step, m->B, next_bs, train->D, m->bias_stream);
+        }
+        model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
+    }
 }
 
 // Runs steps first .. first + n - 1 of the epoch; the last of them has last_bs rows.
@@ -347,7 +395,7 @@ static void run_steps(Model *m, const DeviceData *train, int first, int n, int l
         g->last_bs = last_bs;
         cudaGraph_t graph;
         cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < n; i++) train_step(m, train, i == n - 1 ? last_bs : m->B, c, stream);
+        train_steps_fast(m, train, n, last_bs, c, stream);
         cudaCheck(cudaStreamEndCapture(stream, &graph));
         cudaCheck(cudaGraphInstantiate(&g->exec, graph, 0));
         cudaCheck(cudaGraphDestroy(graph));

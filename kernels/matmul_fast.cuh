@@ -553,9 +553,10 @@ __global__ void matmul_fast_splitk_reduce_kernel(float* __restrict__ C, const fl
 // 81-100% of the speed of the fastest configuration on each shape, 87-97% on the batch-256 wide ones.
 typedef struct { int bm, bn, bk, tm, tn, st; float eff, fill; int occ; const char* name; } MatmulFastCfg;
 // Configurations with eff = 0 are never picked by the cost model: candidates that only the sweep runs,
-// or that only the tuned table below names. The 128-wide tiles with 256 threads (8 warps, one block
+// or that only the tuned table below names. The 128x128 tiles with 256 threads (8 warps, one block
 // per SM) were tried for the batch-256 shapes and measured 1.1-4x slower than the smaller tiles: too
-// few warps per SM to hide the latency (dev/cuda/results/sweep_wide_h200.csv).
+// few warps per SM to hide the latency; 128x64 and 64x128 came out level with them, within noise
+// (dev/cuda/results/sweep_wide_h200.csv, dev/cuda/README.md).
 #define MF_NUM_FP32_CFGS 12
 #define MF_NUM_TF32_CFGS 11
 static const MatmulFastCfg mf_fp32_cfgs[MF_NUM_FP32_CFGS] = {
@@ -640,8 +641,9 @@ static float mf_cost(const MatmulFastCfg* c, int M, int N, int K, int splits) {
 typedef struct { int a_kc, b_kc, M, N, K, tf32, cfg, splits; } MatmulFastTuned;
 #define MF_TUNED_SMS 132
 // TF32 only: the FP32 picks of the same sweep, each fastest alone, made the FP32 step slower (36.8
-// against 35.0 ms per epoch, same run): inside the step, the backward kernels of the two streams run
-// side by side, and the cost model's smaller picks share the SMs better.
+// against 35.3 ms per epoch, same run, dev/results/ab_pdl_streams_h200.log): inside the step, the
+// backward kernels of two streams run side by side, and the cost model's smaller picks share the
+// SMs better.
 static const MatmulFastTuned mf_tuned[] = {
     {1, 1,  256, 1024,  784, 1, 6, 2},   // forward, "NT"
     {1, 1,  256, 1024, 1024, 1, 0, 8},
