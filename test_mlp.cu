@@ -262,6 +262,15 @@ static void gpu_vs_cpu(const int *sizes, int L, int act, int B, int path, int tf
         download(params, m.params, m.num_params);
 
         gather_batch_cpu(c.acts[0], c.labels, h.images, h.labels, perm + t * B, B, D);
+        if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides)
+            float *batch = (float *)mallocCheck((size_t)B * D * sizeof(float));
+            download(batch, m.acts[0], (size_t)B * D);
+            size_t differ = 0;
+            for (size_t i = 0; i < (size_t)B * D; i++) differ += batch[i] != (float)c.acts[0][i];
+            check(differ == 0, "the first batch on the GPU equals the CPU's bit for bit (%zu of %zu differ)", differ,
+                  (size_t)B * D);
+            free(batch);
+        }
         float cpu_loss = (float)model_cpu_forward(&c, B, 1);
         model_cpu_backward(&c, B);
         model_cpu_update(&c, LR, MOMENTUM, WEIGHT_DECAY);

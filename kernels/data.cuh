@@ -28,7 +28,7 @@ __global__ void gather_batch_kernel(float *x, int *labels, const uint8_t *images
     int item = perm[(size_t)(*step) * B + b];
     const uint8_t *img = images + (size_t)item * D;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
-        x[(size_t)b * D + i] = img[i] * (1.0f / 255.0f);
+        x[(size_t)b * D + i] = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[item];
 }
 
@@ -39,7 +39,7 @@ __global__ void gather_rows_kernel(float *x, int *labels, const uint8_t *images,
     if (b >= bs) return;
     const uint8_t *img = images + (size_t)(start + b) * D;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
-        x[(size_t)b * D + i] = img[i] * (1.0f / 255.0f);
+        x[(size_t)b * D + i] = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[start + b];
 }
 

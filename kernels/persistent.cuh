@@ -215,7 +215,7 @@ __device__ void gather_phase(const PersistentArgs &a, int step, int bs) {
     const int *rows = a.perm + (size_t)step * a.B;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
         int b = (int)(i / a.D), k = (int)(i % a.D);
-        a.acts[0][i] = a.images[(size_t)rows[b] * a.D + k] * (1.0f / 255.0f);
+        a.acts[0][i] = a.images[(size_t)rows[b] * a.D + k] / 255.0f;  // as data.cuh
         if (k == 0) a.labels[b] = a.all_labels[rows[b]];
     }
 }
