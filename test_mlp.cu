@@ -336,31 +336,30 @@ static float *train_weights(const int *sizes, int L, int act, int B, int path, i
     return w;
 }
 
+// checks that two weight buffers are the same bits, and frees both
+static void check_identical(float *a, float *b, size_t n, const char *what) {
+    check(memcmp(a, b, n * sizeof(float)) == 0, "%s (%zu weights)", what, n);
+    free(a);
+    free(b);
+}
+
 static void test_determinism(void) {
     section("determinism: bitwise identical weights after 10 steps");
     const int sizes[] = {784, 100, 37, 10};
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     size_t n = param_layout(sizes, 3, w_off, b_off);
+    char what[128];
     for (int path = 0; path <= 2; path++) {
-        float *a = train_weights(sizes, 3, ACT_SIGMOID, 33, path, path > 0, 10);
-        float *b = train_weights(sizes, 3, ACT_SIGMOID, 33, path, path > 0, 10);
-        check(memcmp(a, b, n * sizeof(float)) == 0, "%s: two runs from the same seed, %zu weights identical",
-              PATH_NAMES[path], n);
-        free(a);
-        free(b);
+        snprintf(what, sizeof(what), "%s: two runs from the same seed give identical weights", PATH_NAMES[path]);
+        check_identical(train_weights(sizes, 3, ACT_SIGMOID, 33, path, path > 0, 10),
+                        train_weights(sizes, 3, ACT_SIGMOID, 33, path, path > 0, 10), n, what);
     }
-    float *direct = train_weights(sizes, 3, ACT_RELU, 33, PATH_GRAPH, 0, 10);
-    float *graph = train_weights(sizes, 3, ACT_RELU, 33, PATH_GRAPH, 1, 10);
-    check(memcmp(direct, graph, n * sizeof(float)) == 0,
-          "fast kernels: a CUDA graph replay gives the same bits as launching the kernels one by one");
-    free(direct);
-    free(graph);
-    float *single = train_weights(sizes, 3, ACT_TANH, 33, PATH_PERSISTENT, 0, 10);
-    float *one_launch = train_weights(sizes, 3, ACT_TANH, 33, PATH_PERSISTENT, 1, 10);
-    check(memcmp(single, one_launch, n * sizeof(float)) == 0,
-          "persistent kernel: 10 steps in one launch give the same bits as 10 launches of one step");
-    free(single);
-    free(one_launch);
+    check_identical(train_weights(sizes, 3, ACT_RELU, 33, PATH_GRAPH, 0, 10),
+                    train_weights(sizes, 3, ACT_RELU, 33, PATH_GRAPH, 1, 10), n,
+                    "fast kernels: a CUDA graph replay gives the same bits as launching the kernels one by one");
+    check_identical(train_weights(sizes, 3, ACT_TANH, 33, PATH_PERSISTENT, 0, 10),
+                    train_weights(sizes, 3, ACT_TANH, 33, PATH_PERSISTENT, 1, 10), n,
+                    "persistent kernel: 10 steps in one launch give the same bits as 10 launches of one step");
 }
 
 // ----------------------------------------------------------------------------

@@ -652,7 +652,16 @@ static const MatmulFastTuned mf_tuned[] = {
     {0, 0, 1024,  784,  256, 1, 4, 1},   // dweight, "TN"
     {0, 0, 1024, 1024,  256, 1, 4, 1},
 };
-static int matmul_fast_use_tuned = 1;      // dev only: 0 = the cost model alone
+
+// the tuned table's entry for this product, if it has one and this GPU is the one it was measured on
+static const MatmulFastTuned* mf_tuned_pick(int M, int N, int K, int a_kc, int b_kc, int tf32) {
+    if (mf_num_sms() != MF_TUNED_SMS) return NULL;
+    for (size_t i = 0; i < sizeof(mf_tuned) / sizeof(mf_tuned[0]); i++) {
+        const MatmulFastTuned* t = &mf_tuned[i];
+        if (t->a_kc == a_kc && t->b_kc == b_kc && t->M == M && t->N == N && t->K == K && t->tf32 == tf32) return t;
+    }
+    return NULL;
+}
 
 // a_kc, b_kc: the operands' layouts (A (M, K) row-major, else (K, M); B (N, K), else (K, N))
 static MatmulFastPlan mf_plan(int M, int N, int K, int a_kc, int b_kc, int tf32, int have_scratch) {
@@ -662,18 +671,14 @@ static MatmulFastPlan mf_plan(int M, int N, int K, int a_kc, int b_kc, int tf32,
     const int can_split = cluster || have_scratch;
     MatmulFastPlan p = {0, 1, K, 0};
     float best = 1e30f;
-    if (matmul_fast_use_tuned && matmul_fast_force_cfg < 0 && matmul_fast_force_splits <= 0 && cluster &&
-        mf_num_sms() == MF_TUNED_SMS) {
-        for (size_t i = 0; i < sizeof(mf_tuned) / sizeof(mf_tuned[0]); i++) {
-            const MatmulFastTuned* t = &mf_tuned[i];
-            if (t->a_kc == a_kc && t->b_kc == b_kc && t->M == M && t->N == N && t->K == K && t->tf32 == tf32) {
-                p.cfg = t->cfg;
-                p.splits = t->splits;
-                best = 0.0f;
-            }
-        }
+    const MatmulFastTuned* tuned = matmul_fast_force_cfg < 0 && matmul_fast_force_splits <= 0 && cluster
+                                 ? mf_tuned_pick(M, N, K, a_kc, b_kc, tf32) : NULL;
+    if (tuned) {   // a measured pick: no cost model
+        p.cfg = tuned->cfg;
+        p.splits = tuned->splits;
+        best = 0.0f;
     }
-    for (int c = 0; c < ncfg && best > 0.0f; c++) {
+    for (int c = 0; c < ncfg && !tuned; c++) {
         if (matmul_fast_force_cfg >= 0 ? c != matmul_fast_force_cfg : cfgs[c].eff <= 0.0f) continue;
         for (int s = 1; s <= 8; s *= 2) {
             if (matmul_fast_force_splits > 0 && s != matmul_fast_force_splits) continue;
