@@ -21,12 +21,13 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
   out-of-range elements are zero-filled), in a ring of STAGES buffers: while tile t is computed, the
   copies of tiles t+1 .. t+STAGES-1 are in flight. Shared memory keeps each operand's global layout
   (a k-contiguous operand as S[row][k], the other as S[k][row]), rows padded against bank conflicts;
-  the compute loop reads each layout the way that suits it.
+  the compute loop reads each layout the way that suits it. A thread copies the same chunks of every
+  tile; for a d-contiguous operand their addresses are worked out once per block (MfTile::Chunks).
 - FP32: each thread owns a TM x TN block of C (register blocking) and takes 4 k at a time: from a
   k-contiguous tile one float4 per row, from the other one float4 of 4 rows per k.
-- TF32 (tf32=1): each warp owns a WM x WN block of C made of 16x8 mma.sync.m16n8k8 tiles; fragment
-  elements are read from shared memory one by one (conflict-free with the padding) and rounded to
-  TF32 with cvt.rna on the way.
+- TF32 (tf32=1): each warp owns a WM x WN block of C made of 16x8 mma.sync.m16n8k8 tiles; fragments
+  of a k-contiguous tile come from shared memory by ldmatrix, those of the other layout element by
+  element (both conflict-free with the padding), and are rounded to TF32 with cvt.rna on the way.
 - The tile size and the K split are chosen per shape (mf_plan) so the grid fills the GPU's
   multiprocessors. Where the output is small, K is split: on sm_90 the K slices of a tile run as one
   thread-block cluster and add their partial tiles through distributed shared memory, always in the
@@ -126,6 +127,13 @@ __device__ __forceinline__ void mf_cp16(float* s, const float* g, bool ok) {
 #endif
 }
 
+// the same with the shared-memory address as the 32-bit address cp.async takes
+__device__ __forceinline__ void mf_cp16(unsigned sa, const float* g, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(sa), "l"(g), "r"(ok ? 16 : 0) : "memory");
+#endif
+}
+
 __device__ __forceinline__ void mf_cp4(float* s, const float* g, bool ok) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned sa = (unsigned)__cvta_generic_to_shared(s);
@@ -173,6 +181,43 @@ struct MfTile {
     static constexpr int FLOATS = mf_tile_floats(BD, BK, KC, PADD);
     static constexpr int NV = BD * BK / 4 / NT;   // 4-float chunks per thread
     static_assert(NV >= 1 && NV * 4 * NT == BD * BK, "tile must split evenly into 4-float chunks per thread");
+
+    // The 16-byte copies (vec) of every tile of a d-contiguous operand, with the addresses worked out
+    // once: a thread copies the same chunks of every tile, to the same places in shared memory, from
+    // global addresses BK rows apart. Worked out afresh for each tile (load(), below), the row offset
+    // k * ld costs a 64-bit multiply per copy. A k-contiguous operand keeps load(): its row offset
+    // d * ld stays the same from tile to tile, and holding 64-bit offsets per chunk for it too raised
+    // those kernels' registers and made the forward product 10-15% slower, while the products with
+    // d-contiguous operands got 3-7% faster (dev/cuda/README.md, "Addresses once per block").
+    static constexpr bool PRE = !KC;   // use chunks() and load_vec() (only then)
+    struct Chunks {
+        size_t off[NV];   // the chunk's element offset in X in the first tile
+        unsigned s[NV];   // its byte offset in the shared tile
+        int k[NV];        // its k (the 4 elements share it)
+        bool in[NV];      // its 4 rows d are in range (D % 4 == 0 with vec: all or none)
+    };
+    __device__ __forceinline__ static void chunks(Chunks& ch, int D, int ld, int d0, int kbeg, int tid) {
+        static_assert(!KC, "chunks() is for d-contiguous operands");
+        #pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const int c = tid + i * NT;
+            const int k = c / (BD / 4), d = (c % (BD / 4)) * 4;   // as in load()
+            ch.off[i] = (size_t)(kbeg + k) * ld + d0 + d;
+            ch.s[i] = (unsigned)(k * LD + d) * 4u;
+            ch.k[i] = kbeg + k;
+            ch.in[i] = d0 + d < D;
+        }
+    }
+    // tile t (k from kbeg + t * BK) into the shared tile at shared address sa
+    __device__ __forceinline__ static void load_vec(unsigned sa, const Chunks& ch, const float* __restrict__ X,
+                                                    int ld, int t, int kend) {
+        const size_t step = (size_t)t * BK * ld;
+        #pragma unroll
+        for (int i = 0; i < NV; i++) {
+            const bool ok = ch.in[i] && ch.k[i] + t * BK < kend;
+            mf_cp16(sa + ch.s[i], ok ? X + ch.off[i] + step : X, ok);
+        }
+    }
 
     __device__ __forceinline__ static void load(float* S, const float* __restrict__ X, int D, int ld, int d0,
                                                 int k0, int kend, int tid, bool vec) {
@@ -253,23 +298,27 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
                                             int M, int N, int lda, int ldb, int m0, int n0, int kbeg, int kend,
                                             int ntiles, int tid, bool vec, F&& compute) {
     constexpr int STAGE = TA::FLOATS + TB::FLOATS;
+    typename TA::Chunks ca;
+    typename TB::Chunks cb;
+    if constexpr (TA::PRE) { if (vec) TA::chunks(ca, M, lda, m0, kbeg, tid); }
+    if constexpr (TB::PRE) { if (vec) TB::chunks(cb, N, ldb, n0, kbeg, tid); }
+    const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+    auto load_tile = [&](int t) {   // tile t into stage t % ST
+        const int s = t % ST;
+        if (TA::PRE && vec) TA::load_vec(sbase + (unsigned)(s * STAGE) * 4u, ca, A, lda, t, kend);
+        else TA::load(smem + s * STAGE, A, M, lda, m0, kbeg + t * BK, kend, tid, vec);
+        if (TB::PRE && vec) TB::load_vec(sbase + (unsigned)(s * STAGE + TA::FLOATS) * 4u, cb, B, ldb, t, kend);
+        else TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + t * BK, kend, tid, vec);
+    };
     #pragma unroll
     for (int s = 0; s < ST - 1; s++) {
-        if (s < ntiles) {
-            TA::load(smem + s * STAGE, A, M, lda, m0, kbeg + s * BK, kend, tid, vec);
-            TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + s * BK, kend, tid, vec);
-        }
+        if (s < ntiles) load_tile(s);
         mf_cp_commit();   // always one group per slot, so wait_group counts stay uniform
     }
     for (int t = 0; t < ntiles; t++) {
         mf_cp_wait<ST - 2>();   // tile t has landed (this thread's copies) ...
         __syncthreads();        // ... and everybody's; and tile t-1's stage is free
-        const int tn = t + ST - 1;
-        if (tn < ntiles) {
-            const int s = tn % ST;
-            TA::load(smem + s * STAGE, A, M, lda, m0, kbeg + tn * BK, kend, tid, vec);
-            TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + tn * BK, kend, tid, vec);
-        }
+        if (t + ST - 1 < ntiles) load_tile(t + ST - 1);
         mf_cp_commit();
         const float* st = smem + (t % ST) * STAGE;
         compute(st, st + TA::FLOATS);
@@ -401,14 +450,26 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 //   a0 (g, q) a1 (g+8, q) a2 (g, q+4) a3 (g+8, q+4)        A is 16 x 8 (row, k)
 //   b0 (k=q, n=g) b1 (k=q+4, n=g)                           B is 8 x 8 (k, n)
 //   c0 (g, 2q) c1 (g, 2q+1) c2 (g+8, 2q) c3 (g+8, 2q+1)    C is 16 x 8
-// Shared rows: k-contiguous tiles have BK + 4 floats (S[g][q]: bank 4g + q, all 32 differ), the
-// others BD + 8 (S[q][g]: bank 8q + g). Elements are rounded to TF32 (cvt.rna) as they are read.
+// Shared rows: k-contiguous tiles have BK + 4 floats, the others BD + 8 (S[q][g]: bank 8q + g, all 32
+// differ). A k-contiguous tile is read with ldmatrix: its 8x8 matrices of 16-bit elements are 8 rows x
+// 4 floats here, and lane l receives row l/4, float l%4 of each, which is exactly (g, q); one ldmatrix.x4
+// loads an A fragment (a0..a3) or the B fragments of two neighbouring n tiles (8 rows 16 bytes each,
+// at BK + 4 floats apart: no bank conflicts). The others are read element by element. Every element
+// is rounded to TF32 (cvt.rna) as it is used.
 
 __device__ __forceinline__ void mf_mma_tf32(float* c, const uint32_t* a, const uint32_t* b) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// four 8x8 matrices of 16-bit elements (here 8 rows x 4 floats); lane l gives the address of row l % 8
+// of matrix l / 8 (16-byte aligned) and receives in r[i] its (row l / 4, float l % 4) of matrix i
+__device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 
 template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC>
@@ -419,7 +480,7 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     constexpr int MI = WM / 16, NI = WN / 8;
     typedef MfTile<BM, BK, NT, A_KC, 8> TA;
     typedef MfTile<BN, BK, NT, B_KC, 8> TB;
-    static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "BK % 8, WM % 16, WN % 8");
+    static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 16 == 0, "BK % 8, WM % 16, WN % 16 (ldmatrix: n tiles in pairs)");
     extern __shared__ __align__(16) float smem[];   // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats
 
     pdl_wait();   // as in the FP32 kernel
@@ -451,17 +512,32 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
             uint32_t af[MI][4], bf[NI][2];
             #pragma unroll
             for (int i = 0; i < MI; i++) {
-                const int r = wm + i * 16 + g;
-                af[i][0] = mf_to_tf32(MF_SA(r, kk + q));
-                af[i][1] = mf_to_tf32(MF_SA(r + 8, kk + q));
-                af[i][2] = mf_to_tf32(MF_SA(r, kk + q + 4));
-                af[i][3] = mf_to_tf32(MF_SA(r + 8, kk + q + 4));
+                if constexpr (A_KC) {   // lanes 0-7: rows 0-7, k 0-3; 8-15: rows 8-15; 16-31: the same at k 4-7
+                    mf_ldsm_x4(af[i], &as[(wm + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * TA::LD + kk + (lane >> 4) * 4]);
+                    #pragma unroll
+                    for (int r = 0; r < 4; r++) af[i][r] = mf_to_tf32(__uint_as_float(af[i][r]));
+                } else {
+                    const int r = wm + i * 16 + g;
+                    af[i][0] = mf_to_tf32(MF_SA(r, kk + q));
+                    af[i][1] = mf_to_tf32(MF_SA(r + 8, kk + q));
+                    af[i][2] = mf_to_tf32(MF_SA(r, kk + q + 4));
+                    af[i][3] = mf_to_tf32(MF_SA(r + 8, kk + q + 4));
+                }
             }
             #pragma unroll
-            for (int j = 0; j < NI; j++) {
-                const int c = wn + j * 8 + g;
-                bf[j][0] = mf_to_tf32(MF_SB(kk + q, c));
-                bf[j][1] = mf_to_tf32(MF_SB(kk + q + 4, c));
+            for (int j = 0; j < NI; j += 2) {
+                if constexpr (B_KC) {   // lanes 0-7: tile j, k 0-3; 8-15: tile j, k 4-7; 16-31: tile j + 1
+                    mf_ldsm_x4(&bf[j][0], &bs[(wn + j * 8 + (lane & 7) + (lane >> 4) * 8) * TB::LD + kk + ((lane >> 3) & 1) * 4]);
+                    #pragma unroll
+                    for (int r = 0; r < 4; r++) (&bf[j][0])[r] = mf_to_tf32(__uint_as_float((&bf[j][0])[r]));
+                } else {
+                    #pragma unroll
+                    for (int jj = j; jj < j + 2; jj++) {
+                        const int c = wn + jj * 8 + g;
+                        bf[jj][0] = mf_to_tf32(MF_SB(kk + q, c));
+                        bf[jj][1] = mf_to_tf32(MF_SB(kk + q + 4, c));
+                    }
+                }
             }
             #pragma unroll
             for (int i = 0; i < MI; i++)
