@@ -438,8 +438,10 @@ int main(int argc, char **argv) {
     const int small[] = {784, 128, 10};
     const int odd[] = {784, 100, 37, 10};   // widths that are no multiple of any tile
     const int wide[] = {784, 1024, 1024, 10};
+    const int many[] = {784, 64, 40};       // more classes than the fused head takes (kernels/head.cuh)
     if (sanitizer_subset) {  // every kernel and path once, small enough for memcheck and racecheck
         for (int path = 0; path <= 2; path++) gpu_vs_cpu(odd, 3, path == 1 ? ACT_RELU : ACT_TANH, 33, path, 0, 0);
+        gpu_vs_cpu(many, 2, ACT_SIGMOID, 33, PATH_GRAPH, 0, 0);
         gpu_vs_cpu(small, 2, ACT_SIGMOID, 64, PATH_PERSISTENT, 0, 0);
         gpu_vs_cpu(odd, 3, ACT_SIGMOID, 33, PATH_GRAPH, 1, 1);
         test_determinism();
@@ -453,6 +455,7 @@ int main(int argc, char **argv) {
         gpu_vs_cpu(small, 2, ACT_SIGMOID, 1, path, 0, 0);  // a batch of one
         gpu_vs_cpu(wide, 3, ACT_TANH, 256, path, 0, 0);    // tanh: see "The wide model" above
     }
+    gpu_vs_cpu(many, 2, ACT_RELU, 33, PATH_GRAPH, 0, 0);  // the fast path without the fused head
     // the TF32 tensor-core path, with its looser tolerances
     gpu_vs_cpu(small, 2, ACT_SIGMOID, 64, PATH_GRAPH, 1, 1);
     gpu_vs_cpu(odd, 3, ACT_TANH, 33, PATH_GRAPH, 1, 1);

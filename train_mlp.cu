@@ -9,6 +9,8 @@ explicit CUDA kernel from kernels/:
     matmul_forward            y = x · Wᵀ + b           } for each layer; the fast path fuses
     activation_forward        y = σ(y)                  } the activation into the matmul
     softmax_xent_...          loss and dlogits = (softmax - onehot) / B
+    head (fast path)          the last layer, the loss, dlogits and the last hidden layer's
+                              gradient in one kernel (up to 32 classes)
     matmul_backward           dW = doutᵀ · x, db = Σ dout, dx = dout · W
     activation_backward       dx *= σ'(y)               (fused into dx on the fast path)
     sgd_update                p -= lr · (μ·buf + grad + λ·p), over the flat buffer (the fast
@@ -45,6 +47,7 @@ Build: make train      Run: ./train_mlp  (or ./train_mlp -h)
 #include "kernels/activation.cuh"  // sigmoid / relu / tanh forward and backward
 #include "kernels/common.cuh"      // cudaCheck, cudaMallocCheck
 #include "kernels/data.cuh"        // gather_batch, cuRAND weight init
+#include "kernels/head.cuh"        // the fast path's classifier head: last layer, loss and gradients in one kernel
 #include "kernels/matmul.cuh"      // the simple linear-layer kernels
 #include "kernels/matmul_fast.cuh" // the fast linear-layer kernels: tiled, fused epilogues, TF32 opt-in
 #include "kernels/persistent.cuh"  // a run of steps in one cooperative kernel (-f 2)
@@ -184,9 +187,9 @@ static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
     }
 }
 
-// acts[0] holds bs rows; leaves the logits in acts[L]
-static void model_forward(Model *m, int bs, cudaStream_t stream) {
-    for (int l = 0; l < m->L; l++) {
+// acts[0] holds bs rows; runs the first `layers` layers (m->L: all, leaving the logits in acts[L])
+static void model_forward(Model *m, int bs, int layers, cudaStream_t stream) {
+    for (int l = 0; l < layers; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *W = m->params + m->w_off[l], *b = m->params + m->b_off[l];
         int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
@@ -198,6 +201,10 @@ static void model_forward(Model *m, int bs, cudaStream_t stream) {
         }
     }
 }
+
+// Path 1 with at most HEAD_MAX_C classes: the last layer, the loss and the gradients down to the
+// last hidden layer's output are one kernel (kernels/head.cuh)
+static int model_head_fused(const Model *m) { return m->path == PATH_GRAPH && head_fits(m->sizes[m->L]); }
 
 // Simple path: from dacts[L] (dlogits) down, every layer's dweight and dbias into grads, then
 // one SGD update over the whole flat buffer.
@@ -239,8 +246,9 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
                                          m->side);
-            matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, m->tf32,
-                                      stream);
+            if (l < m->L - 1 || !model_head_fused(m))  // (the fused head has computed the last layer's dinp)
+                matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT,
+                                          m->tf32, stream);
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
             sgd_update(m->params + w, m->grads + w, m->mbuf + w, (size_t)OUT * IN, lr, momentum, weight_decay, 1,
@@ -284,12 +292,27 @@ static void device_data_free(DeviceData *d) {
 // one training step, and runs of steps (replayed from CUDA graphs on the fast path)
 
 // Forward and loss on the bs rows in acts[0] and labels: the logits, dlogits, the step's loss, and
-// the device step counter moves on (softmax_xent.cuh)
+// the device step counter moves on (softmax_xent.cuh). With the fused head also dacts[L-1], the
+// last hidden layer's gradient, ahead of model_backward_update; the head leaves the mean loss and
+// the step counter to the bias stream, off the critical path. On the fast path the bias stream
+// waits here for the forward pass (ev_logits): what it runs next may read the step counter.
 static void model_forward_loss(Model *m, int bs, cudaStream_t stream) {
     int L = m->L;
-    model_forward(m, bs, stream);
-    softmax_xent_forward_backward(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
-                                  m->sizes[L], m->fast, stream);
+    if (model_head_fused(m)) {
+        model_forward(m, bs, L - 1, stream);
+        head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
+                              m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
+                              m->sizes[L - 1], m->sizes[L], m->act, stream);
+    } else {
+        model_forward(m, bs, L, stream);
+        softmax_xent_forward_backward(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
+                                      m->sizes[L], m->fast, stream);
+    }
+    if (m->fast) {
+        cudaCheck(cudaEventRecord(m->ev_logits, stream));
+        cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_logits, 0));
+        if (model_head_fused(m)) loss_mean(m->step_losses, m->step, m->losses, bs, m->bias_stream);
+    }
 }
 
 // Forward, loss, backward and update on the bs rows already in acts[0] and labels.
@@ -322,12 +345,10 @@ static void train_steps_fast(Model *m, const DeviceData *train, int n, int last_
             gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, m->B, bs, train->D,
                          stream);
         model_forward_loss(m, bs, stream);
-        if (i + 1 < n) {  // the previous step, which read the other buffer, has finished
-            cudaCheck(cudaEventRecord(m->ev_logits, stream));
-            cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_logits, 0));
+        if (i + 1 < n)  // the previous step, which read the other buffer, has finished; the bias stream
+                        // waits for this step's forward pass (model_forward_loss), so the counter has moved on
             gather_batch(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels, m->perm,
                          m->step, m->B, next_bs, train->D, m->bias_stream);
-        }
         model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
     }
 }
@@ -422,7 +443,7 @@ static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss
     for (int start = 0; start < d->n; start += m->max_batch) {
         int bs = d->n - start < m->max_batch ? d->n - start : m->max_batch;
         gather_rows(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, stream);
-        model_forward(m, bs, stream);
+        model_forward(m, bs, m->L, stream);
         softmax_xent_eval(e->losses + start, e->correct + start, m->acts[m->L], m->labels, bs, C, stream);
     }
     sum_two(e->sums, e->losses, e->correct, d->n, stream);
