@@ -20,14 +20,15 @@ The data goes to the GPU once. Inside an epoch the host never copies or waits, e
 print a log line. Three ways to run the steps (-f):
   0  the simple kernels, one launch each: slow, but the clearest picture of the work;
   1  (the default) the fast kernels (tiled matmuls with the bias, activation and activation-
-     gradient fused in, TF32 with -x 1; the backward pass on three streams, the SGD step partly
+     gradient fused in, TF32 with -x 1; the last layer, the loss and its gradients in one
+     kernel (kernels/head.cuh); the backward pass on three streams, the SGD step partly
      fused in, the next batch gathered meanwhile; programmatic dependent launch in the forward
      pass), each run of steps between two log lines captured once into a CUDA graph and
      replayed: a step costs a graph of a dozen nodes, not a dozen host launches;
   2  one persistent kernel per run of steps, all of a step's phases inside it, separated by
      grid-wide barriers (kernels/persistent.cuh): written for small models, where launches
      cost more than the arithmetic. Since the backward pass runs on three streams, path 1 is
-     faster for them too (26.3 against 31.4 ms per small epoch: dev/results/bench_h200_2026-11-22c.md).
+     faster for them too (22.7 against 31.8 ms per small epoch: dev/results/bench_h200_2026-11-22e.md).
 
 Shapes: B batch, IN/OUT a layer's features, C classes, L layers.
 Build: make train      Run: ./train_mlp  (or ./train_mlp -h)

@@ -80,8 +80,9 @@ ACC_TOLERANCE_POINTS = 0.5  # our test accuracy within this many points of PyTor
 # With the same initial weights and batches, the two trainers differ only in float rounding, but at
 # lr 0.1 and momentum 0.9 training amplifies it: one seed's difference after 5 epochs ranged from
 # -0.57 to +0.41 points for the wide FP32 model (seeds 1, 2, 3 gave -0.03, +0.41, +0.30 in
-# dev/results/accuracy_seeds_h200_2026-11-22.log, and 1337 gave -0.57). The mean over seeds measures whether we train as well; one seed
-# measures mostly that noise. Every seed's numbers are printed and kept.
+# dev/results/accuracy_seeds_h200_2026-11-22.log, and 1337 gave -0.57). The mean over seeds
+# measures whether we train as well; one seed measures mostly that noise. Every seed's numbers
+# are printed and kept.
 DEFAULT_ACC_SEEDS = 3
 
 
