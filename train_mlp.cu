@@ -83,7 +83,7 @@ typedef struct {
     // fast path: two more streams for the backward pass, one for the weight gradients and one for
     // the bias gradients (see model_backward_update), and the events that order them
     cudaStream_t side, bias_stream;
-    cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_logits;
+    cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_step;
 } Model;
 
 static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int path, int tf32,
@@ -143,7 +143,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
         }
         cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
         cudaCheck(cudaEventCreateWithFlags(&m->ev_bias_done, cudaEventDisableTiming));
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_logits, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_step, cudaEventDisableTiming));
     }
 }
 
@@ -172,7 +172,7 @@ static void model_free(Model *m) {
         }
         cudaCheck(cudaEventDestroy(m->ev_side_done));
         cudaCheck(cudaEventDestroy(m->ev_bias_done));
-        cudaCheck(cudaEventDestroy(m->ev_logits));
+        cudaCheck(cudaEventDestroy(m->ev_step));
         cudaCheck(cudaStreamDestroy(m->side));
         cudaCheck(cudaStreamDestroy(m->bias_stream));
     }
@@ -241,8 +241,12 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         const float *dout = m->dacts[l + 1];
         cudaCheck(cudaEventRecord(m->ev_dout[l], stream));
         cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_dout[l], 0));
-        matmul_backward_dbias_fast(m->grads + b, dout, bs, OUT, m->params + b, m->mbuf + b, lr, momentum, weight_decay,
-                                   m->bias_stream);
+        if (l == m->L - 1 && model_head_fused(m))  // with the step's mean loss and the step counter
+            head_batch_sums(m->grads + b, dout, bs, OUT, m->params + b, m->mbuf + b, lr, momentum, weight_decay,
+                            m->step_losses, m->step, m->losses, m->bias_stream);
+        else
+            matmul_backward_dbias_fast(m->grads + b, dout, bs, OUT, m->params + b, m->mbuf + b, lr, momentum,
+                                       weight_decay, m->bias_stream);
         if (l > 0) {
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
@@ -295,8 +299,7 @@ static void device_data_free(DeviceData *d) {
 // Forward and loss on the bs rows in acts[0] and labels: the logits, dlogits, the step's loss, and
 // the device step counter moves on (softmax_xent.cuh). With the fused head also dacts[L-1], the
 // last hidden layer's gradient, ahead of model_backward_update; the head leaves the mean loss and
-// the step counter to the bias stream, off the critical path. On the fast path the bias stream
-// waits here for the forward pass (ev_logits): what it runs next may read the step counter.
+// the step counter to model_backward_update (head_batch_sums, on the bias stream).
 static void model_forward_loss(Model *m, int bs, cudaStream_t stream) {
     int L = m->L;
     if (model_head_fused(m)) {
@@ -309,11 +312,6 @@ static void model_forward_loss(Model *m, int bs, cudaStream_t stream) {
         softmax_xent_forward_backward(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
                                       m->sizes[L], m->fast, stream);
     }
-    if (m->fast) {
-        cudaCheck(cudaEventRecord(m->ev_logits, stream));
-        cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_logits, 0));
-        if (model_head_fused(m)) loss_mean(m->step_losses, m->step, m->losses, bs, m->bias_stream);
-    }
 }
 
 // Forward, loss, backward and update on the bs rows already in acts[0] and labels.
@@ -325,31 +323,41 @@ static void train_step_on_batch(Model *m, int bs, float lr, float momentum, floa
 
 // Enqueues one step on bs rows; the batch is rows (*step)*B ... of the permutation.
 static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
-    gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, m->B, bs, train->D, stream);
+    gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
+                 stream);
     train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
 }
 
 // Enqueues n steps on the fast path, the last with last_bs rows. The same steps as n train_step()s,
-// with one change in the order: step i+1's batch is gathered while step i runs its backward pass,
-// on the bias stream (once step i's loss has moved the step counter on), into the other of the two
-// batch buffers. model_backward_update ends with the main stream waiting for the bias stream, so
-// the batch is in place when step i+1 starts, and the gather is off the critical path (small model:
-// 28.3 -> 26.5 ms per epoch on an H200; the wide one: no change). The first step of a run gathers
-// its own batch: a run (one graph) depends on no other.
+// with one change in the order: step i+1's batch is gathered into the other of the two batch
+// buffers while step i runs, on the side stream, from the start of step i (which it waits for,
+// ev_step) to well before the side stream's first weight gradient. The other buffer was last read
+// by step i-1, which has finished (its end joined every stream into the main one), and the step
+// counter holds i (step i-1 moved it on), so the gather takes the rows of step *step + 1. The
+// gather is off the critical path, and off the bias stream, which carried the small model's
+// critical path after the fused head. Measured against gathering on the bias stream after the
+// forward pass (where it was before), same run on an H200: small epoch 19.5 against 22.8 ms, wide
+// FP32 30.1 against 31.4, wide TF32 21.3 against 20.8 (there the gather now shares the GPU with
+// the first forward product): dev/results/ab_gather_ahead_h200.log. The first step of a run
+// gathers its own batch: a run (one graph) depends on no other. (The event ev_step sits before
+// the first forward kernel, which is launched with PDL: in the captured graph the gather's edge
+// comes from the nodes before the event, and nothing orders the gather against that kernel.)
 static void train_steps_fast(Model *m, const DeviceData *train, int n, int last_bs, const Config *c,
                              cudaStream_t stream) {
     for (int i = 0; i < n; i++) {
         const int bs = i == n - 1 ? last_bs : m->B, next_bs = i + 1 == n - 1 ? last_bs : m->B;
         m->acts[0] = m->batches[i % 2];
         m->labels = m->batch_labels[i % 2];
+        if (i + 1 < n) {
+            cudaCheck(cudaEventRecord(m->ev_step, stream));
+            cudaCheck(cudaStreamWaitEvent(m->side, m->ev_step, 0));
+            gather_batch(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels, m->perm,
+                         m->step, 1, m->B, next_bs, train->D, m->side);
+        }
         if (i == 0)
-            gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, m->B, bs, train->D,
+            gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
                          stream);
         model_forward_loss(m, bs, stream);
-        if (i + 1 < n)  // the previous step, which read the other buffer, has finished; the bias stream
-                        // waits for this step's forward pass (model_forward_loss), so the counter has moved on
-            gather_batch(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels, m->perm,
-                         m->step, m->B, next_bs, train->D, m->bias_stream);
         model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
     }
 }

@@ -25,9 +25,9 @@ gave each row one warp that walked its k alone: 43 us for the wide model's 256 x
 against 3-4 us hoped for, because each warp waited for one round of loads after another.)
 
 The mean loss over the batch, and moving the device step counter on (softmax_xent.cuh), need all
-rows: loss_mean_kernel does it after this kernel, on another stream, off the critical path
-(train_mlp.cu model_forward_loss).
-The dlogits also feed the last layer's weight and bias gradients, which stay matmuls (side streams).
+rows: head_batch_sums_kernel does them after this kernel, with the last layer's bias gradient,
+on the bias stream (train_mlp.cu model_backward_update). The last layer's weight gradient stays
+a matmul, on the side stream.
 Limits: C <= HEAD_MAX_C (the trainer falls back to the three kernels above it). Any B and IN; IN
 a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 */
@@ -37,7 +37,8 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 #include <stdint.h>
 #include "activation.cuh"    // activation_grad_from_output
 #include "common.cuh"        // cudaCheck, pdl_wait, launch_pdl
-#include "softmax_xent.cuh"  // loss_mean_kernel, LOSS_THREADS
+#include "matmul.cuh"        // dbias_tile, DBIAS_TILE
+#include "softmax_xent.cuh"  // block_sum_fixed_order, LOSS_THREADS
 
 #define HEAD_MAX_C 32     // classes the fused head takes (each thread keeps HEAD_ROWS x MAXC partial sums)
 #define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
@@ -176,9 +177,32 @@ static inline void head_forward_backward(float *logits, float *dlogits, float *d
     cudaCheck(cudaGetLastError());
 }
 
-// step_losses[*step] = mean(losses[0..B)), then ++*step (softmax_xent.cuh): after head_forward_backward
-static inline void loss_mean(float *step_losses, int *step, const float *losses, int B, cudaStream_t stream) {
-    loss_mean_kernel<<<1, LOSS_THREADS, 0, stream>>>(step_losses, step, losses, B);
+// The head's sums over the batch, in one block of LOSS_THREADS (32 x 32) threads, on the bias
+// stream: the last layer's bias gradient db = Σ_b dlogits[b] with its SGD step, as
+// matmul_backward_dbias_fast does it (the same dbias_tile, C <= 32 columns), and the step's mean
+// loss, as loss_mean_kernel does it (step_losses[*step] = mean of losses, then ++*step). One
+// launch where there were two: after the head that stream carried the critical path of the
+// small model's step.
+__global__ void __launch_bounds__(LOSS_THREADS)
+    head_batch_sums_kernel(float *dbias, const float *dlogits, int B, int C, float *param, float *mbuf, float lr,
+                           float mu, float wd, float *step_losses, int *step, const float *losses) {
+    __shared__ double shared[LOSS_THREADS];
+    dbias_tile(dbias, dlogits, B, C, 0, threadIdx.x % DBIAS_TILE, threadIdx.x / DBIAS_TILE, param, mbuf, lr, mu, wd);
+    double total = block_sum_fixed_order(losses, B, shared);
+    if (threadIdx.x == 0) {
+        step_losses[*step] = (float)(total / B);
+        *step += 1;
+    }
+}
+
+// after head_forward_backward: db (C) of the last layer and its SGD step on param, mbuf (C); the
+// step's mean loss into step_losses[*step], and the step counter moves on
+static inline void head_batch_sums(float *dbias, const float *dlogits, int B, int C, float *param, float *mbuf,
+                                   float lr, float mu, float wd, float *step_losses, int *step, const float *losses,
+                                   cudaStream_t stream) {
+    static_assert(DBIAS_TILE * DBIAS_TILE == LOSS_THREADS && HEAD_MAX_C <= DBIAS_TILE, "one block does both sums");
+    head_batch_sums_kernel<<<1, LOSS_THREADS, 0, stream>>>(dbias, dlogits, B, C, param, mbuf, lr, mu, wd, step_losses,
+                                                           step, losses);
     cudaCheck(cudaGetLastError());
 }
 

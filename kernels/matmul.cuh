@@ -72,23 +72,30 @@ __global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, in
 #define DBIAS_TILE 32
 // With param != NULL, the SGD step of the bias is fused in: the thread that writes dbias[o]
 // also updates param[o] and mbuf[o] (kernels/sgd.cuh).
-__global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT, float *param,
-                                                   float *mbuf, float lr, float mu, float wd) {
+// The body, for columns o0 .. o0 + 31 and thread (x, y) of the block; every thread of the block
+// calls it (it synchronises the block). kernels/head.cuh calls it too.
+__device__ void dbias_tile(float *dbias, const float *dout, int B, int OUT, int o0, int x, int y, float *param,
+                           float *mbuf, float lr, float mu, float wd) {
     __shared__ float partial[DBIAS_TILE][DBIAS_TILE + 1];  // +1: no bank conflicts on the column walk
-    int o = blockIdx.x * DBIAS_TILE + threadIdx.x;
+    int o = o0 + x;
     float sum = 0.0f;
     if (o < OUT)
-        for (int b = threadIdx.y; b < B; b += DBIAS_TILE) sum += dout[(size_t)b * OUT + o];
-    partial[threadIdx.y][threadIdx.x] = sum;
+        for (int b = y; b < B; b += DBIAS_TILE) sum += dout[(size_t)b * OUT + o];
+    partial[y][x] = sum;
     __syncthreads();
     for (int stride = DBIAS_TILE / 2; stride > 0; stride /= 2) {
-        if (threadIdx.y < stride) partial[threadIdx.y][threadIdx.x] += partial[threadIdx.y + stride][threadIdx.x];
+        if (y < stride) partial[y][x] += partial[y + stride][x];
         __syncthreads();
     }
-    if (threadIdx.y == 0 && o < OUT) {
-        dbias[o] = partial[0][threadIdx.x];
-        if (param) sgd_one(param[o], partial[0][threadIdx.x], mbuf[o], lr, mu, wd);
+    if (y == 0 && o < OUT) {
+        dbias[o] = partial[0][x];
+        if (param) sgd_one(param[o], partial[0][x], mbuf[o], lr, mu, wd);
     }
+}
+
+__global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT, float *param,
+                                                   float *mbuf, float lr, float mu, float wd) {
+    dbias_tile(dbias, dout, B, OUT, blockIdx.x * DBIAS_TILE, threadIdx.x, threadIdx.y, param, mbuf, lr, mu, wd);
 }
 
 // ----------------------------------------------------------------------------
