@@ -28,7 +28,7 @@ print a log line. Three ways to run the steps (-f):
   2  one persistent kernel per run of steps, all of a step's phases inside it, separated by
      grid-wide barriers (kernels/persistent.cuh): written for small models, where launches
      cost more than the arithmetic. Since the backward pass runs on three streams, path 1 is
-     faster for them too (22.7 against 31.8 ms per small epoch: dev/results/bench_h200_2026-11-22e.md).
+     faster for them too (19.4 against 32.3 ms per small epoch: dev/results/bench_h200_2026-11-22f.md).
 
 Shapes: B batch, IN/OUT a layer's features, C classes, L layers.
 Build: make train      Run: ./train_mlp  (or ./train_mlp -h)
