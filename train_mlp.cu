@@ -80,8 +80,9 @@ typedef struct {
     int *perm;                               // (N train) this epoch's permutation
     int *step;                               // the device step counter (see softmax_xent.cuh)
     float *step_losses;                      // (steps per epoch) each step's mean loss
-    // fast path: two more streams for the backward pass, one for the weight gradients and one for
-    // the bias gradients (see model_backward_update), and the events that order them
+    // fast path: two more streams, one for the weight gradients (and the next step's batch:
+    // train_steps_fast) and one for the bias gradients (see model_backward_update), and the
+    // events that order them
     cudaStream_t side, bias_stream;
     cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_step;
 } Model;
@@ -226,7 +227,10 @@ static void model_backward_simple(Model *m, int bs, float lr, float momentum, fl
 //   main stream:  dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused in; the next
 //                 layer down needs it, so this chain is the critical path;
 //   side stream:  dW = doutᵀ · acts[l], beside dinp; then, once dinp has read W, W's SGD step;
-//   bias stream:  db = Σ dout with b's SGD step fused in (only the next forward pass reads b).
+//   bias stream:  db = Σ dout with b's SGD step fused in (only the next forward pass reads b);
+//                 for the last layer after the fused head, with the step's mean loss and the step
+//                 counter in the same kernel (head_batch_sums, kernels/head.cuh).
+// The last layer's dinp is the fused head's (model_forward_loss) when it is used.
 // The first layer has no dinp: its dW runs on main, after the last dinp, with the SGD step fused
 // into its epilogue (kernels/matmul_fast.cuh MF_EPI_SGD), beside the side stream's last update.
 // (Fusing the step into every dW was slower for the wide model: dW would have to wait for dinp

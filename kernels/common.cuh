@@ -84,8 +84,12 @@ static inline void *cuda_malloc_check_at(size_t bytes, const char *what, const c
 //   - no event that another stream waits on is recorded between that kernel and this one. To start
 //     the PDL kernel early the stream has to pass the event early, and whether the event then still
 //     waits for the previous kernel's writes is not something the programming guide promises.
-// The trainer uses PDL in the forward pass and for the fused softmax, where no events are recorded;
+// The trainer uses PDL in the forward pass, the fused softmax and the fused head (kernels/head.cuh);
 // the backward pass records events between all its kernels (train_mlp.cu model_backward_update).
+// One event sits before a PDL kernel: ev_step, before a step's first forward kernel, in
+// train_steps_fast, which only runs inside a graph capture. There an event is no object that is
+// passed at run time: the kernel that waits for it (the gather of the next batch, launched
+// plainly) gets ordinary edges from the nodes before it, so it waits for them to finish.
 __device__ __forceinline__ void pdl_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");

@@ -10,7 +10,9 @@ CPU twin: softmax_xent_forward_backward_cpu.
 The step counter. The trainer keeps the number of the current step in device memory, so
 that the same kernels, captured once into a CUDA graph, can be replayed for every step:
 gather_batch reads it to find the step's rows of the permutation, and the kernel that ends
-the step's loss computation writes the mean loss to step_losses[*step] and then advances it.
+the step's loss computation writes the mean loss to step_losses[*step] and then advances it
+(here loss_mean_kernel or softmax_xent_fused_kernel; with the fused head of kernels/head.cuh,
+head_batch_sums_kernel).
 The host reads step_losses only when it prints a log line.
 
 Versions:
