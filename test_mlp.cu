@@ -439,6 +439,7 @@ int main(int argc, char **argv) {
     const int odd[] = {784, 100, 37, 10};   // widths that are no multiple of any tile
     const int wide[] = {784, 1024, 1024, 10};
     const int many[] = {784, 64, 40};       // more classes than the fused head takes (kernels/head.cuh)
+    const int linear[] = {784, 10};         // one layer: the fused head straight on the data
     if (sanitizer_subset) {  // every kernel and path once, small enough for memcheck and racecheck
         for (int path = 0; path <= 2; path++) gpu_vs_cpu(odd, 3, path == 1 ? ACT_RELU : ACT_TANH, 33, path, 0, 0);
         gpu_vs_cpu(many, 2, ACT_SIGMOID, 33, PATH_GRAPH, 0, 0);
@@ -456,6 +457,7 @@ int main(int argc, char **argv) {
         gpu_vs_cpu(wide, 3, ACT_TANH, 256, path, 0, 0);    // tanh: see "The wide model" above
     }
     gpu_vs_cpu(many, 2, ACT_RELU, 33, PATH_GRAPH, 0, 0);  // the fast path without the fused head
+    gpu_vs_cpu(linear, 1, ACT_SIGMOID, 33, PATH_GRAPH, 0, 0);  // softmax regression: no hidden layer
     // the TF32 tensor-core path, with its looser tolerances
     gpu_vs_cpu(small, 2, ACT_SIGMOID, 64, PATH_GRAPH, 1, 1);
     gpu_vs_cpu(odd, 3, ACT_TANH, 33, PATH_GRAPH, 1, 1);
