@@ -44,6 +44,7 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include "activation.cuh"   // activation_apply, activation_grad_from_output (the epilogues)
 #include "common.cuh"   // cudaCheck: one-line errors with a hint
 #include "sgd.cuh"      // sgd_one, for the SGD fused into dweight's epilogue
 
@@ -51,25 +52,6 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
 // utilities
 
 static inline int mf_ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-__device__ __forceinline__ float mf_act(float x, int act) {
-    switch (act) {
-        case 0: return 1.0f / (1.0f + expf(-x));
-        case 1: return x > 0.0f ? x : 0.0f;
-        case 2: return tanhf(x);
-        default: return x;
-    }
-}
-
-// derivative of the activation, from its output y
-__device__ __forceinline__ float mf_dact(float y, int act) {
-    switch (act) {
-        case 0: return y * (1.0f - y);
-        case 1: return y > 0.0f ? 1.0f : 0.0f;
-        case 2: return 1.0f - y * y;
-        default: return 1.0f;
-    }
-}
 
 __device__ __forceinline__ uint32_t mf_to_tf32(float x) {
     uint32_t u;
@@ -101,10 +83,10 @@ typedef struct {
 __device__ __noinline__ float mf_epilogue(float v, int m, int n, int N, MatmulFastEpi epi) {
     if (epi.kind == MF_EPI_FORWARD) {
         if (epi.bias != NULL) v += epi.bias[n];
-        return mf_act(v, epi.act);
+        return activation_apply(v, epi.act);
     }
     if (epi.kind == MF_EPI_DINP && epi.act != 3) {
-        return v * mf_dact(epi.aux[(size_t)m * N + n], epi.act);
+        return v * activation_grad_from_output(epi.aux[(size_t)m * N + n], epi.act);
     }
     if (epi.kind == MF_EPI_SGD) {   // v is dW[m][n], complete: the gradient is stored, and W steps
         const size_t i = (size_t)m * N + n;
