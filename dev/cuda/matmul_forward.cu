@@ -17,7 +17,10 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
      register blocks, tile size picked per shape to fill the SMs, and split-K where the output is
      small: the K slices of a tile run as one thread-block cluster and add up their partial tiles
      through distributed shared memory in a fixed order (deterministic, no scratch, no atomics)
-  6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna
+  6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna;
+     its configurations 11-14 are the wgmma kernel (sm_90a: this Makefile builds GPU_ARCH=90 as
+     sm_90a), which only the sweep and `one` run: level with mma.sync once its tiles are rounded
+     (README.md, run 13)
   cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32)
 
 Run:
