@@ -577,8 +577,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 }
 
 // ----------------------------------------------------------------------------
-// TF32 with wgmma (Hopper, sm_90a; built when MF_WGMMA is defined, which the Makefiles do for
-// GPU_ARCH=90). Instead of each warp loading fragments from shared memory into registers (the
+// TF32 with wgmma (Hopper, sm_90a; built only when MF_WGMMA is defined, which dev/cuda's Makefile
+// does for GPU_ARCH=90; the trainer's build leaves it out, see the top of the file). Instead of each warp loading fragments from shared memory into registers (the
 // mma.sync kernel above: ~19 instructions per mma), the tensor cores read both tiles from shared
 // memory themselves, through a 64-bit "matrix descriptor": the tile's address, the byte distance
 // between groups of 8 rows (1024 here) and a swizzle mode. One wgmma.m64n64k8 is 64 x 64 x 8
@@ -740,7 +740,6 @@ __device__ __forceinline__ void mf_wg_transpose(char* km, const float* S, int ti
 // C (M, N) = epilogue(A . B) in the layout given by A_KC / B_KC (see the top of the file); grid, K split,
 // cluster reduction and epilogue as in the kernels above. WGS warpgroups of 128 threads, each 64 rows of
 // the tile (BM = 64 * WGS, B's tile is shared), NB: 64-column blocks of the tile (BN = 64 * NB).
-
 // Shared memory (from a 1024-byte aligned start): the k-major tiles of A (a ring of ST if A is
 // k-contiguous, else 2 that the transposes fill in turn), those of B likewise, then the staging rings
 // (ST tiles) of the d-contiguous operands.
