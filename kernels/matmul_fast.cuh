@@ -679,11 +679,10 @@ __device__ __forceinline__ void mf_wg_load(unsigned sa, const float* __restrict_
 // All loads first, then all stores: one shared-memory latency instead of one per chunk (the compiler
 // cannot tell that a store does not feed the next chunk's load).
 #ifndef MF_WG_ROUND
-#define MF_WG_ROUND 1   // dev only: 0 leaves the tiles unrounded (truncation), to measure what rounding costs
-#endif
+#define MF_WG_ROUND 1   // dev only, to measure what rounding costs: 0 leaves the k-contiguous tiles unrounded
+#endif                  // (truncation), 2 rounds only B's (as if A arrived rounded)
 template<int ROWS, int NT>
 __device__ __forceinline__ void mf_wg_round(char* km, int tid) {
-    if (!MF_WG_ROUND) return;
     constexpr int NC = ROWS * 8 / NT;   // chunks per thread
     float4* p[NC];
     float4 v[NC];
@@ -807,8 +806,8 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
     }
     for (int t = 0; t < ntiles; t++) {
         mf_cp_wait<ST - 3>();     // tile t has landed (this thread's copies) ...
-        if constexpr (A_KC) mf_wg_round<BM, NT>(gbase + (t % ST) * A_KM, tid);   // ... is rounded ...
-        if constexpr (B_KC) mf_wg_round<BN, NT>(gbase + B_OFF + (t % ST) * B_KM, tid);
+        if constexpr (A_KC) { if (MF_WG_ROUND == 1) mf_wg_round<BM, NT>(gbase + (t % ST) * A_KM, tid); }   // ... rounded ...
+        if constexpr (B_KC) { if (MF_WG_ROUND != 0) mf_wg_round<BN, NT>(gbase + B_OFF + (t % ST) * B_KM, tid); }
         if constexpr (A_KC && B_KC) mf_fence_proxy_async();   // ... visible to the tensor cores ...
         __syncthreads();          // ... everybody's; and every thread is past tile t - 1's wait
         if (t + ST - 2 < ntiles) load_tile(t + ST - 2);   // into the stage of tile t - 2
