@@ -61,6 +61,11 @@ __device__ __forceinline__ uint32_t mf_to_tf32(float x) {
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
     return u;
 }
+// the four floats rounded to TF32, kept as floats (for tiles the tensor cores read as they are)
+__device__ __forceinline__ float4 mf_round_tf32(float4 v) {
+    return make_float4(__uint_as_float(mf_to_tf32(v.x)), __uint_as_float(mf_to_tf32(v.y)),
+                       __uint_as_float(mf_to_tf32(v.z)), __uint_as_float(mf_to_tf32(v.w)));
+}
 
 // what happens to an output element after its sum is complete
 enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2, MF_EPI_SGD = 3 };
@@ -125,6 +130,13 @@ __device__ __forceinline__ void mf_cp4(float* s, const float* g, bool ok) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(sa), "l"(g), "r"(ok ? 4 : 0) : "memory");
 #else
     *s = ok ? *g : 0.0f;
+#endif
+}
+
+// the same with the shared-memory address as the 32-bit address cp.async takes
+__device__ __forceinline__ void mf_cp4(unsigned sa, const float* g, bool ok) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(sa), "l"(g), "r"(ok ? 4 : 0) : "memory");
 #endif
 }
 
@@ -604,14 +616,13 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 // (Preparing tile t + 1 while tile t's products run, with one barrier per tile, was tried: no faster,
 // dev/cuda/README.md.)
 
-// floats of the wgmma kernel's shared memory (see there), + 1024 bytes for the alignment
-__host__ __device__ constexpr int mf_wg_smem_floats_(int BM, int BN, int ST, bool A_KC, bool B_KC) {
-    return (A_KC ? ST : 2) * BM * 32 + (B_KC ? ST : 2) * BN * 32 + (A_KC ? 0 : ST * 32 * (BM + 4))
-         + (B_KC ? 0 : ST * 32 * (BN + 4));
-}
+// floats of the wgmma kernel's shared memory (see there: k-major tiles, staging tiles, or the
+// BM x BN partial tile of the cluster reduction if that is larger), + 1024 bytes for the alignment
 __host__ __device__ constexpr int mf_wg_smem_floats(int WGS, int NB, int ST, bool A_KC, bool B_KC) {
-    return (mf_wg_smem_floats_(64 * WGS, 64 * NB, ST, A_KC, B_KC) > 64 * WGS * 64 * NB
-            ? mf_wg_smem_floats_(64 * WGS, 64 * NB, ST, A_KC, B_KC) : 64 * WGS * 64 * NB) + 256;
+    const int BM = 64 * WGS, BN = 64 * NB;
+    const int tiles = (A_KC ? ST : 2) * BM * 32 + (B_KC ? ST : 2) * BN * 32 + (A_KC ? 0 : ST * 32 * (BM + 4))
+                    + (B_KC ? 0 : ST * 32 * (BN + 4));
+    return (tiles > BM * BN ? tiles : BM * BN) + 256;
 }
 
 #if defined(MF_WGMMA)
@@ -663,10 +674,7 @@ __device__ __forceinline__ void mf_wg_load(unsigned sa, const float* __restrict_
             #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const bool ok = gd < D && gk + j < kend;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                             :: "r"(s + 4 * j), "l"(ok ? X + (size_t)gd * ld + gk + j : X), "r"(ok ? 4 : 0) : "memory");
-#endif
+                mf_cp4(s + 4 * j, ok ? X + (size_t)gd * ld + gk + j : X, ok);
             }
         }
     }
@@ -694,11 +702,7 @@ __device__ __forceinline__ void mf_wg_round(char* km, int tid) {
         v[i] = *p[i];
     }
     #pragma unroll
-    for (int i = 0; i < NC; i++) {
-        v[i].x = __uint_as_float(mf_to_tf32(v[i].x)); v[i].y = __uint_as_float(mf_to_tf32(v[i].y));
-        v[i].z = __uint_as_float(mf_to_tf32(v[i].z)); v[i].w = __uint_as_float(mf_to_tf32(v[i].w));
-        *p[i] = v[i];
-    }
+    for (int i = 0; i < NC; i++) *p[i] = mf_round_tf32(v[i]);
 }
 
 // A d-contiguous operand (X(d, k) = X[k * ld + d]: the weight of dinp, both operands of dweight) is
@@ -720,12 +724,8 @@ __device__ __forceinline__ void mf_wg_transpose(char* km, const float* S, int ti
         if (BD < NT / 2 && db >= BD / 4) break;                  // more threads than the tile needs
         float4 v[4];
         #pragma unroll
-        for (int j = 0; j < 4; j++) v[j] = *reinterpret_cast<const float4*>(&S[(4 * kb + j) * LD + 4 * db]);
-        #pragma unroll
-        for (int j = 0; j < 4; j++) {   // rounded to TF32 on the way (see mf_wg_round)
-            v[j].x = __uint_as_float(mf_to_tf32(v[j].x)); v[j].y = __uint_as_float(mf_to_tf32(v[j].y));
-            v[j].z = __uint_as_float(mf_to_tf32(v[j].z)); v[j].w = __uint_as_float(mf_to_tf32(v[j].w));
-        }
+        for (int j = 0; j < 4; j++)   // rounded to TF32 on the way (see mf_wg_round)
+            v[j] = mf_round_tf32(*reinterpret_cast<const float4*>(&S[(4 * kb + j) * LD + 4 * db]));
         const float4 w[4] = {make_float4(v[0].x, v[1].x, v[2].x, v[3].x), make_float4(v[0].y, v[1].y, v[2].y, v[3].y),
                              make_float4(v[0].z, v[1].z, v[2].z, v[3].z), make_float4(v[0].w, v[1].w, v[2].w, v[3].w)};
         #pragma unroll
