@@ -53,7 +53,14 @@ else
   GPU_ARCH := 90
   ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
 endif
-NVCCFLAGS += -gencode arch=compute_$(GPU_ARCH),code=[sm_$(GPU_ARCH),compute_$(GPU_ARCH)] -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function -Wno-format-truncation"
+ifeq ($(GPU_ARCH),90)
+  # Hopper: the architecture-specific target sm_90a, for the wgmma kernel of kernels/matmul_fast.cuh
+  # (-x 1's forward products); code built for it runs on sm_90 GPUs (H100, H200) only
+  GENCODE := -gencode arch=compute_90a,code=[sm_90a,compute_90a] -DMF_WGMMA
+else
+  GENCODE := -gencode arch=compute_$(GPU_ARCH),code=[sm_$(GPU_ARCH),compute_$(GPU_ARCH)]
+endif
+NVCCFLAGS += $(GENCODE) -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function -Wno-format-truncation"
 ifeq ($(HAVE_OMP),1)
   CUDA_LDLIBS = $(LDLIBS) -lgomp
 else

@@ -262,13 +262,17 @@ static void gpu_vs_cpu(const int *sizes, int L, int act, int B, int path, int tf
         download(params, m.params, m.num_params);
 
         gather_batch_cpu(c.acts[0], c.labels, h.images, h.labels, perm + t * B, B, D);
-        if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides)
+        if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides; with TF32
+                       // rounded by cvt.rna on the GPU, by common.cuh's integer twin here)
             float *batch = (float *)mallocCheck((size_t)B * D * sizeof(float));
             download(batch, m.acts[0], (size_t)B * D);
             size_t differ = 0;
-            for (size_t i = 0; i < (size_t)B * D; i++) differ += batch[i] != (float)c.acts[0][i];
-            check(differ == 0, "the first batch on the GPU equals the CPU's bit for bit (%zu of %zu differ)", differ,
-                  (size_t)B * D);
+            for (size_t i = 0; i < (size_t)B * D; i++) {
+                float want = (float)c.acts[0][i];
+                differ += batch[i] != (tf32 ? round_tf32(want) : want);
+            }
+            check(differ == 0, "the first batch on the GPU equals the CPU's bit for bit%s (%zu of %zu differ)",
+                  tf32 ? ", rounded to TF32" : "", differ, (size_t)B * D);
             free(batch);
         }
         float cpu_loss = (float)model_cpu_forward(&c, B, 1);
@@ -279,6 +283,25 @@ static void gpu_vs_cpu(const int *sizes, int L, int act, int B, int path, int tf
         compare_step(&rep, "loss", t, &loss, &cpu_loss, 1, tol->loss);
         compare_layers(&rep, "d", t, grads, c.grads, sizes, L, tol->grads);
         compare_layers(&rep, "updated ", t, params, c.params, sizes, L, tol->weights);
+        if (tf32 && t == STEPS - 1) {  // the forward products' copy of the weights: round_tf32 of the FP32 ones
+            float *rounded = (float *)mallocCheck(m.num_params * sizeof(float));
+            download(rounded, m.params_tf32, m.num_params);
+            size_t differ = 0, n = 0;
+            for (int l = 0; l < L; l++)
+                for (size_t i = m.w_off[l]; i < m.w_off[l] + (size_t)sizes[l + 1] * sizes[l]; i++, n++)
+                    differ += rounded[i] != round_tf32(params[i]);
+            check(differ == 0, "after %d steps the TF32 copy of the weights is the FP32 weights rounded, bit for bit "
+                  "(%zu of %zu differ)", STEPS, differ, n);
+            free(rounded);
+            for (int l = 1; l < L; l++) {  // the hidden layers' outputs are stored as TF32 values
+                size_t na = (size_t)B * sizes[l], odd = 0;
+                float *a = (float *)mallocCheck(na * sizeof(float));
+                download(a, m.acts[l], na);
+                for (size_t i = 0; i < na; i++) odd += a[i] != round_tf32(a[i]);
+                check(odd == 0, "hidden layer %d's output is stored rounded to TF32 (%zu of %zu are not)", l, odd, na);
+                free(a);
+            }
+        }
     }
     report_print(&rep, tol);
     free(logits);

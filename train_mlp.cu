@@ -69,6 +69,8 @@ typedef struct {
     int persistent_grid;                     // blocks of the persistent kernel (path 2)
     size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *params, *grads, *mbuf;            // flat buffers, the layout of param_layout()
+    float *params_tf32;                      // -x 1 only: the weights rounded to TF32 (its bias slots unused),
+                                             // what the forward products read; see model_forward
     float *acts[MAX_LAYERS + 1];             // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
     float *batches[2];                       // acts[0] is one of these (the fast path gathers the next
     int *batch_labels[2];                    // step's batch into the other one: train_steps_fast)
@@ -105,6 +107,10 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     m->grads = (float *)cudaMallocCheck(pbytes, "the gradients");
     m->mbuf = (float *)cudaMallocCheck(pbytes, "the momentum buffer");
     cudaCheck(cudaMemset(m->mbuf, 0, pbytes));
+    if (tf32) {
+        m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
+        cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
+    }
     size_t scratch = 0;
     for (int l = 0; l <= L; l++) {
         size_t bytes = (size_t)max_batch * sizes[l] * sizeof(float);
@@ -152,6 +158,7 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->params));
     cudaCheck(cudaFree(m->grads));
     cudaCheck(cudaFree(m->mbuf));
+    cudaCheck(cudaFree(m->params_tf32));
     for (int l = 0; l <= m->L; l++) {
         if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
         cudaCheck(cudaFree(m->dacts[l]));
@@ -187,16 +194,26 @@ static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
         init_uniform(m->params + m->w_off[l], (size_t)OUT * IN, bound, seed, m->w_off[l], stream);
         init_uniform(m->params + m->b_off[l], (size_t)OUT, bound, seed, m->b_off[l], stream);
     }
+    if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
 }
 
-// acts[0] holds bs rows; runs the first `layers` layers (m->L: all, leaving the logits in acts[L])
+// acts[0] holds bs rows; runs the first `layers` layers (m->L: all, leaving the logits in acts[L]).
+// With TF32 (-x 1) every forward product's operands are TF32 values already: the batch is gathered
+// rounded, each hidden layer's output is stored rounded (the logits are not), and the weights come
+// from params_tf32, which the optimizer steps keep equal to round_tf32(params). The tensor cores
+// would round them anyway; stored so, the wgmma kernel can skip its rounding pass (MF_TF32_EXACT,
+// kernels/matmul_fast.cuh). The backward products read the same activations (relu' sees the same
+// sign; sigmoid' and tanh' see the value the tensor cores saw), and the FP32 weights.
 static void model_forward(Model *m, int bs, int layers, cudaStream_t stream) {
     for (int l = 0; l < layers; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *W = m->params + m->w_off[l], *b = m->params + m->b_off[l];
         int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
-        if (m->fast) {
-            matmul_forward_fast(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, act, m->tf32, stream);
+        if (m->fast && m->tf32) {
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
+                                MF_TF32_EXACT, l < m->L - 1, stream);
+        } else if (m->fast) {
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, act, 0, 0, stream);
         } else {
             matmul_forward(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, stream);
             if (act != ACT_NONE) activation_forward(m->acts[l + 1], (size_t)bs * OUT, act, stream);
@@ -220,7 +237,7 @@ static void model_backward_simple(Model *m, int bs, float lr, float momentum, fl
         matmul_backward(dinp, dW, db, m->dacts[l + 1], m->acts[l], W, bs, IN, OUT, stream);
         if (dinp) activation_backward(dinp, m->acts[l], (size_t)bs * IN, m->act, stream);
     }
-    sgd_update(m->params, m->grads, m->mbuf, m->num_params, lr, momentum, weight_decay, 0, stream);
+    sgd_update(m->params, m->grads, m->mbuf, NULL, m->num_params, lr, momentum, weight_decay, 0, stream);
 }
 
 // Fast path: the same arithmetic, as three streams. Once dout of layer l (dacts[l+1]) exists:
@@ -260,10 +277,11 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                                           m->tf32, stream);
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
-            sgd_update(m->params + w, m->grads + w, m->mbuf + w, (size_t)OUT * IN, lr, momentum, weight_decay, 1,
-                       m->side);
+            sgd_update(m->params + w, m->grads + w, m->mbuf + w, m->params_tf32 ? m->params_tf32 + w : NULL,
+                       (size_t)OUT * IN, lr, momentum, weight_decay, 1, m->side);
         } else {
-            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay};
+            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay,
+                                 m->params_tf32 ? m->params_tf32 + w : NULL};
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, &sgd,
                                          stream);
         }
@@ -328,7 +346,7 @@ static void train_step_on_batch(Model *m, int bs, float lr, float momentum, floa
 // Enqueues one step on bs rows; the batch is rows (*step)*B ... of the permutation.
 static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
     gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
-                 stream);
+                 m->tf32, stream);
     train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
 }
 
@@ -356,11 +374,11 @@ static void train_steps_fast(Model *m, const DeviceData *train, int n, int last_
             cudaCheck(cudaEventRecord(m->ev_step, stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_step, 0));
             gather_batch(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels, m->perm,
-                         m->step, 1, m->B, next_bs, train->D, m->side);
+                         m->step, 1, m->B, next_bs, train->D, m->tf32, m->side);
         }
         if (i == 0)
             gather_batch(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
-                         stream);
+                         m->tf32, stream);
         model_forward_loss(m, bs, stream);
         model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
     }
@@ -455,7 +473,7 @@ static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss
     int C = m->sizes[m->L];
     for (int start = 0; start < d->n; start += m->max_batch) {
         int bs = d->n - start < m->max_batch ? d->n - start : m->max_batch;
-        gather_rows(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, stream);
+        gather_rows(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, m->tf32, stream);
         model_forward(m, bs, m->L, stream);
         softmax_xent_eval(e->losses + start, e->correct + start, m->acts[m->L], m->labels, bs, C, stream);
     }

@@ -1,5 +1,5 @@
 /*
-What every kernel file needs: checked CUDA calls, checked device allocation, CEIL_DIV.
+What every kernel file needs: checked CUDA calls, checked device allocation, CEIL_DIV, TF32 rounding.
 
 Every CUDA call goes through cudaCheck(...) and every launch is followed by
 cudaCheck(cudaGetLastError()). A failure prints one line with file:line, CUDA's own error
@@ -64,6 +64,27 @@ static inline void *cuda_malloc_check_at(size_t bytes, const char *what, const c
     return p;
 }
 #define cudaMallocCheck(bytes, what) cuda_malloc_check_at((bytes), (what), __FILE__, __LINE__)
+
+// ----------------------------------------------------------------------------
+// TF32: a float with its mantissa cut to 10 bits (of 23), the precision the tensor cores multiply
+// in. round_tf32 rounds to the nearest TF32 value, ties away from zero: on the GPU the instruction
+// cvt.rna (sm_80+), on the host (and older GPUs) the same rounding in integer arithmetic: add half
+// of the 13 dropped bits' range, then clear them. The result is a float whose low 13 bits are 0;
+// the tensor cores take such a value exactly (anything else they truncate). Inf and NaN pass as they are.
+__host__ __device__ __forceinline__ float round_tf32(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+#else
+    unsigned u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x1000u) & 0xFFFFE000u;
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+#endif
+}
 
 // ----------------------------------------------------------------------------
 // Programmatic dependent launch (PDL, sm_90 and later). Normally a kernel starts only after the

@@ -6,7 +6,9 @@ CPU twins: gather_batch_cpu, model_cpu_init_params (which uses the host RNG inst
 
     gather:  x(bs, D) = images[perm[start + b]] / 255,  labels(bs) = all_labels[perm[start + b]]
              start = (*step + ahead) * B: the step counter lives on the device (see softmax_xent.cuh);
-             ahead = 1 gathers the next step's batch while this step runs (train_steps_fast)
+             ahead = 1 gathers the next step's batch while this step runs (train_steps_fast);
+             tf32 = 1 (the trainer's -x 1) stores round_tf32(x): the first layer's forward product
+             then takes the batch as it is (kernels/matmul_fast.cuh MF_TF32_EXACT)
     init:    p = (2u - 1) · bound, bound = 1/sqrt(IN) (nn.Linear's default init), u in [0, 1)
              from cuRAND's Philox4x32-10 generator: element i of the flat buffer takes the
              first number of subsequence i of the seed. The same weights on every run and
@@ -23,24 +25,28 @@ CPU twins: gather_batch_cpu, model_cpu_init_params (which uses the host RNG inst
 
 // a row of the batch per blockIdx.y, pixels across threads (coalesced uint8 reads)
 __global__ void gather_batch_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
-                                    const int *perm, const int *step, int ahead, int B, int bs, int D) {
+                                    const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32) {
     int b = blockIdx.y;
     if (b >= bs) return;
     int item = perm[(size_t)(*step + ahead) * B + b];
     const uint8_t *img = images + (size_t)item * D;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
-        x[(size_t)b * D + i] = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x) {
+        float v = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
+        x[(size_t)b * D + i] = tf32 ? round_tf32(v) : v;
+    }
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[item];
 }
 
 // evaluation batches are contiguous rows of the test set: items start .. start + bs - 1
 __global__ void gather_rows_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
-                                   int start, int bs, int D) {
+                                   int start, int bs, int D, int tf32) {
     int b = blockIdx.y;
     if (b >= bs) return;
     const uint8_t *img = images + (size_t)(start + b) * D;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
-        x[(size_t)b * D + i] = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x) {
+        float v = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
+        x[(size_t)b * D + i] = tf32 ? round_tf32(v) : v;
+    }
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[start + b];
 }
 
@@ -55,19 +61,19 @@ __global__ void init_uniform_kernel(float *p, size_t n, float bound, unsigned lo
 // ----------------------------------------------------------------------------
 // launchers
 
-// the batch of step *step + ahead (ahead 0: this step's; 1: the next one's)
+// the batch of step *step + ahead (ahead 0: this step's; 1: the next one's); tf32: rounded to TF32
 static inline void gather_batch(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
-                                const int *perm, const int *step, int ahead, int B, int bs, int D,
+                                const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32,
                                 cudaStream_t stream) {
     dim3 grid(CEIL_DIV(D, 1024) < 4 ? CEIL_DIV(D, 1024) : 4, bs);
-    gather_batch_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, perm, step, ahead, B, bs, D);
+    gather_batch_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, perm, step, ahead, B, bs, D, tf32);
     cudaCheck(cudaGetLastError());
 }
 
 static inline void gather_rows(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels, int start,
-                               int bs, int D, cudaStream_t stream) {
+                               int bs, int D, int tf32, cudaStream_t stream) {
     dim3 grid(CEIL_DIV(D, 1024) < 4 ? CEIL_DIV(D, 1024) : 4, bs);
-    gather_rows_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, start, bs, D);
+    gather_rows_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, start, bs, D, tf32);
     cudaCheck(cudaGetLastError());
 }
 

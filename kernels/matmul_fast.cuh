@@ -29,8 +29,9 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
   of a k-contiguous tile come from shared memory by ldmatrix, those of the other layout element by
   element (both conflict-free with the padding), and are rounded to TF32 with cvt.rna on the way.
 - TF32 with wgmma (sm_90a builds only, configurations 11-14): the tensor cores read both tiles from
-  shared memory themselves. dev/cuda's sweep runs it; the trainer does not pick it, because rounding
-  its tiles to TF32 (which it needs, see there) costs what it gains (dev/cuda/README.md, run 13).
+  shared memory themselves. Rounding its tiles to TF32 (which it needs, see there) costs what it
+  gains (dev/cuda/README.md, run 13), so the trainer picks it only for forward products whose operands
+  are TF32 values already (MF_TF32_EXACT): there it skips the rounding.
 - The tile size and the K split are chosen per shape (mf_plan) so the grid fills the GPU's
   multiprocessors. Where the output is small, K is split: on sm_90 the K slices of a tile run as one
   thread-block cluster and add their partial tiles through distributed shared memory, always in the
@@ -56,16 +57,21 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
 
 static inline int mf_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-__device__ __forceinline__ uint32_t mf_to_tf32(float x) {
-    uint32_t u;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
-    return u;
-}
+// x rounded to TF32 (common.cuh), as the bits an mma.sync operand register takes
+__device__ __forceinline__ uint32_t mf_to_tf32(float x) { return __float_as_uint(round_tf32(x)); }
 // the four floats rounded to TF32, kept as floats (for tiles the tensor cores read as they are)
 __device__ __forceinline__ float4 mf_round_tf32(float4 v) {
-    return make_float4(__uint_as_float(mf_to_tf32(v.x)), __uint_as_float(mf_to_tf32(v.y)),
-                       __uint_as_float(mf_to_tf32(v.z)), __uint_as_float(mf_to_tf32(v.w)));
+    return make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
 }
+
+// The launchers' tf32 argument: 0 FP32; MF_TF32_ROUND: TF32 tensor cores, the kernels round every
+// operand to TF32 on the way in; MF_TF32_EXACT (forward only): the same, for operands that are TF32
+// values already (round_tf32 applied by whoever wrote them: in -x 1 the trainer's gather, its forward
+// epilogues and its optimizer keep the forward products' inputs so), which the wgmma kernel then
+// takes as they are, without its rounding pass (dev/cuda/README.md, run 13d: that pass is a fifth of
+// the kernel's time). Rounding a TF32 value again changes nothing, so any TF32 kernel gives the same
+// products on such operands.
+enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2 };
 
 // what happens to an output element after its sum is complete
 enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2, MF_EPI_SGD = 3 };
@@ -76,6 +82,7 @@ typedef struct {
     float* param;        // (M, N) the weights W, updated in place
     float* mbuf;         // (M, N) their momentum buffer
     float lr, mu, wd;
+    float* param_tf32;   // NULL, or (M, N): the updated weights rounded to TF32 are also stored here
 } MatmulFastSgd;
 
 typedef struct {
@@ -84,23 +91,42 @@ typedef struct {
     const float* bias;   // (N) for MF_EPI_FORWARD, may be NULL
     const float* aux;    // (M, N) activation output for MF_EPI_DINP, may be NULL when act == 3
     MatmulFastSgd sgd;   // for MF_EPI_SGD
+    int round_out;       // MF_EPI_FORWARD: store the output rounded to TF32 (the next MF_TF32_EXACT product's input)
 } MatmulFastEpi;
 
-// not inlined: the epilogue runs once per output, and its inlined copies kept the compiler from
-// unrolling the store loops (the accumulators then went to local memory)
-__device__ __noinline__ float mf_epilogue(float v, int m, int n, int N, MatmulFastEpi epi) {
+// The epilogue of output (m, n) in two halves: mf_epi_load reads what it needs from memory (the bias,
+// the activation output, the weight and its momentum), mf_epi_apply computes the value to store (and
+// stores the SGD step). Apart, so that the tile epilogue (mf_tile_reduce) can have the loads of many
+// outputs in flight at once: one at a time, each output waited a full memory latency for its load.
+typedef struct { float a, b; } MfEpiIn;
+__device__ __forceinline__ MfEpiIn mf_epi_load(int m, int n, int N, const MatmulFastEpi& epi) {
+    MfEpiIn in = {0.0f, 0.0f};
+    const size_t i = (size_t)m * N + n;
+    if (epi.kind == MF_EPI_FORWARD && epi.bias != NULL) in.a = epi.bias[n];
+    else if (epi.kind == MF_EPI_DINP && epi.act != 3) in.a = epi.aux[i];
+    else if (epi.kind == MF_EPI_SGD) { in.a = epi.sgd.param[i]; in.b = epi.sgd.mbuf[i]; }
+    return in;
+}
+__device__ __forceinline__ float mf_epi_apply(float v, MfEpiIn in, int m, int n, int N, const MatmulFastEpi& epi) {
     if (epi.kind == MF_EPI_FORWARD) {
-        if (epi.bias != NULL) v += epi.bias[n];
-        return activation_apply(v, epi.act);
+        v = activation_apply(v + in.a, epi.act);   // (in.a is 0 without a bias)
+        return epi.round_out ? round_tf32(v) : v;
     }
-    if (epi.kind == MF_EPI_DINP && epi.act != 3) {
-        return v * activation_grad_from_output(epi.aux[(size_t)m * N + n], epi.act);
-    }
+    if (epi.kind == MF_EPI_DINP && epi.act != 3) return v * activation_grad_from_output(in.a, epi.act);
     if (epi.kind == MF_EPI_SGD) {   // v is dW[m][n], complete: the gradient is stored, and W steps
         const size_t i = (size_t)m * N + n;
-        sgd_one(epi.sgd.param[i], v, epi.sgd.mbuf[i], epi.sgd.lr, epi.sgd.mu, epi.sgd.wd);
+        sgd_one(in.a, v, in.b, epi.sgd.lr, epi.sgd.mu, epi.sgd.wd);
+        epi.sgd.param[i] = in.a;
+        epi.sgd.mbuf[i] = in.b;
+        if (epi.sgd.param_tf32 != NULL) epi.sgd.param_tf32[i] = round_tf32(in.a);
     }
     return v;
+}
+
+// both halves, for one output. Not inlined: the epilogue runs once per output, and its inlined copies
+// kept the compiler from unrolling the store loops (the accumulators then went to local memory)
+__device__ __noinline__ float mf_epilogue(float v, int m, int n, int N, const MatmulFastEpi epi) {
+    return mf_epi_apply(v, mf_epi_load(m, n, N, epi), m, n, N, epi);
 }
 
 // ----------------------------------------------------------------------------
@@ -242,38 +268,60 @@ struct MfTile {
 };
 
 // ----------------------------------------------------------------------------
-// split-K inside a thread-block cluster (Hopper, sm_90): the S blocks of a cluster compute the same
-// output tile over S slices of K, each leaves its partial tile in its own shared memory (red, BM x BN),
-// then block r adds up elements [r*BM*BN/S, (r+1)*BM*BN/S) over the S partials, always in the order
-// 0, 1, ..., S-1, through distributed shared memory, and applies the epilogue. No scratch in global
-// memory, no atomics: the result is the same every run.
+// The epilogue of a whole tile through shared memory. The block has left its tile of C (its partial
+// sums) in shared memory, red (BM x BN); the threads then take it a float4 at a time, in order, so
+// that neighbouring threads touch neighbouring memory, with the epilogue's loads for the four in
+// flight together (mf_epi_load). (Two or four float4s per round, all their loads first, cost the
+// kernels registers, 80 -> 90-128 per thread in the TF32 ones: fewer blocks per SM.)
+// cluster: split-K inside a thread-block cluster (Hopper, sm_90): the S blocks of a cluster compute the
+// same output tile over S slices of K, each leaves its partial tile in its own shared memory, then
+// block r adds up elements [r*BM*BN/S, (r+1)*BM*BN/S) over the S partials, always in the order 0, 1,
+// ..., S-1, through distributed shared memory, and applies the epilogue. No scratch in global memory,
+// no atomics: the result is the same every run.
+// Else (one block, S = 1): used for the SGD epilogue (mf_epi_via_tile), where the per-thread
+// fragments of the register tile would wait for one load after another: the first layer's dweight
+// with its SGD step took 34 us that way, 25 us this way (ncu, wide TF32 step on an H200; the same
+// product without the step, 13-15 us).
 
 template<int BM, int BN, int NT>
-__device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, int n0, int M, int N, bool vec,
-                                                  const MatmulFastEpi& epi) {
+__device__ __forceinline__ void mf_tile_reduce(float* C, float* red, int m0, int n0, int M, int N, bool vec,
+                                               bool cluster, const MatmulFastEpi& epi) {
+    static_assert(BN % 4 == 0, "a float4 of the partial tile stays in one row");
+    const float4* parts[8];            // the S partial tiles (in distributed shared memory)
+    int S = 1, r = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
-    static_assert(BN % 4 == 0, "a float4 of the partial tile stays in one row");
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();   // every partial tile is in shared memory
-    const int S = (int)cluster.num_blocks(), r = (int)cluster.block_rank();
-    const int per = BM * BN / 4 / S;   // float4s this block adds up (S is 2, 4 or 8: BM * BN / 4 divides)
-    const float4* parts[8];            // the S partial tiles, in distributed shared memory
-    #pragma unroll
-    for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(cluster.map_shared_rank(red, z < S ? z : 0));
-    for (int e4 = r * per + (int)threadIdx.x; e4 < (r + 1) * per; e4 += NT) {
-        float4 p[8];
+    if (cluster) {
+        cg::cluster_group cl = cg::this_cluster();
+        cl.sync();   // every partial tile is in shared memory
+        S = (int)cl.num_blocks();
+        r = (int)cl.block_rank();
         #pragma unroll
-        for (int z = 0; z < 8; z++) if (z < S) p[z] = parts[z][e4];   // all loads in flight at once
+        for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(cl.map_shared_rank(red, z < S ? z : 0));
+    } else
+#endif
+    {
+        __syncthreads();   // the whole tile is in shared memory
+        #pragma unroll
+        for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(red);
+    }
+    const int per = BM * BN / 4 / S;   // float4s this block adds up (S is 1, 2, 4 or 8: BM * BN / 4 divides)
+    for (int e4 = r * per + (int)threadIdx.x; e4 < (r + 1) * per; e4 += NT) {
+        const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+        MfEpiIn in[4];   // the epilogue's loads first, all four in flight ...
+        #pragma unroll
+        for (int j = 0; j < 4; j++) in[j] = m < M && n + j < N ? mf_epi_load(m, n + j, N, epi) : MfEpiIn{0.0f, 0.0f};
+        float4 p[8];     // ... and the S partial sums', then added in the order 0 .. S-1
+        #pragma unroll
+        for (int z = 0; z < 8; z++) if (z < S) p[z] = parts[z][e4];
         float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
         #pragma unroll
-        for (int z = 0; z < 8; z++)                                   // ... then added in the order 0 .. S-1
+        for (int z = 0; z < 8; z++)
             if (z < S) { v.x += p[z].x; v.y += p[z].y; v.z += p[z].z; v.w += p[z].w; }
-        const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
         if (m >= M) continue;
         float o[4] = {v.x, v.y, v.z, v.w};
         #pragma unroll   // only in range: past column N - 1 the index m * N + n is the next row's
-        for (int j = 0; j < 4; j++) if (n + j < N) o[j] = mf_epilogue(o[j], m, n + j, N, epi);
+        for (int j = 0; j < 4; j++) if (n + j < N) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
         if (vec && n < N) {   // N % 4 == 0 and C 16-byte aligned: the four are in range together
             *reinterpret_cast<float4*>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
         } else {
@@ -281,9 +329,15 @@ __device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, 
             for (int j = 0; j < 4; j++) if (n + j < N) C[(size_t)m * N + n + j] = o[j];
         }
     }
-    cluster.sync();   // no block leaves while another still reads its shared memory
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (cluster) cg::this_cluster().sync();   // no block leaves while another still reads its shared memory
 #endif
 }
+
+// the epilogue that goes through mf_tile_reduce without a cluster: the SGD step, two loads and three or
+// four stores per output. (The dinp epilogue, one load per output, measured slower through the tile:
+// 29.8 against 29.3 ms per wide FP32 epoch, H200, dev/results/ab_tile_epilogue_h200.log.)
+__device__ __forceinline__ bool mf_epi_via_tile(const MatmulFastEpi& epi) { return epi.kind == MF_EPI_SGD; }
 
 // ----------------------------------------------------------------------------
 // the pipeline both kernels share: tiles t = 0 .. ntiles-1 of this block's K slice go through a ring
@@ -404,12 +458,13 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     // the tile coordinates of acc[i][j]
     #define MF_ROW(i) (A_KC ? ty + (i) * (BM / TM) : ((i) / 4) * RM + ty * 4 + ((i) % 4))
     #define MF_COL(j) (B_KC ? tx + (j) * (BN / TN) : ((j) / 4) * RN + tx * 4 + ((j) % 4))
-    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+    if (cluster || mf_epi_via_tile(epi)) {   // through shared memory (mf_tile_reduce): the cluster's split-K
+        //   reduction, or an epilogue that reads memory
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
             for (int j = 0; j < TN; j++) smem[MF_ROW(i) * BN + MF_COL(j)] = acc[i][j];
-        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
+        mf_tile_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, cluster != 0, epi);
         return;
     }
 
@@ -560,7 +615,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     #undef MF_SA
     #undef MF_SB
 
-    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+    if (cluster || mf_epi_via_tile(epi)) {   // through shared memory (mf_tile_reduce): the cluster's split-K
+        //   reduction, or an epilogue that reads memory
         #pragma unroll
         for (int i = 0; i < MI; i++)
             #pragma unroll
@@ -569,7 +625,7 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 for (int j = 0; j < NI; j++)
                     *reinterpret_cast<float2*>(&smem[(wm + i * 16 + g + h * 8) * BN + wn + j * 8 + 2 * q]) =
                         make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
+        mf_tile_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, cluster != 0, epi);
         return;
     }
 
@@ -589,8 +645,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 }
 
 // ----------------------------------------------------------------------------
-// TF32 with wgmma (Hopper, sm_90a; built only when MF_WGMMA is defined, which dev/cuda's Makefile
-// does for GPU_ARCH=90; the trainer's build leaves it out, see the top of the file). Instead of each warp loading fragments from shared memory into registers (the
+// TF32 with wgmma (Hopper, sm_90a; built only when MF_WGMMA is defined, which both Makefiles do for
+// GPU_ARCH=90). Instead of each warp loading fragments from shared memory into registers (the
 // mma.sync kernel above: ~19 instructions per mma), the tensor cores read both tiles from shared
 // memory themselves, through a 64-bit "matrix descriptor": the tile's address, the byte distance
 // between groups of 8 rows (1024 here) and a swizzle mode. One wgmma.m64n64k8 is 64 x 64 x 8
@@ -606,7 +662,8 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 // (mf_wg_transpose).
 // Rounding: the tensor cores would use the top 19 bits of each float as they find them (rounding
 // toward zero), so every tile is rounded to nearest first (cvt.rna, as in the mma.sync kernel): each
-// thread rounds the chunks it copied (mf_wg_round), or rounds while it transposes.
+// thread rounds the chunks it copied (mf_wg_round), or rounds while it transposes. RND = false (for
+// MF_TF32_EXACT: operands that are TF32 values already) leaves the k-contiguous tiles as they are.
 // Pipeline: copies run ST - 2 tiles ahead through a ring of ST stages. At tile t each thread waits for
 // its copies of tile t, rounds them, and fence.proxy.async makes its stores visible to the tensor
 // cores (which read through the async proxy); after the barrier the stage of tile t - 2 is refilled
@@ -742,7 +799,7 @@ __device__ __forceinline__ void mf_wg_transpose(char* km, const float* S, int ti
 // Shared memory (from a 1024-byte aligned start): the k-major tiles of A (a ring of ST if A is
 // k-contiguous, else 2 that the transposes fill in turn), those of B likewise, then the staging rings
 // (ST tiles) of the d-contiguous operands.
-template<int WGS, int NB, int ST, bool A_KC, bool B_KC>
+template<int WGS, int NB, int ST, bool A_KC, bool B_KC, bool RND>
 __global__ void __launch_bounds__(128 * WGS)
 matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
                          int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
@@ -806,8 +863,8 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
     }
     for (int t = 0; t < ntiles; t++) {
         mf_cp_wait<ST - 3>();     // tile t has landed (this thread's copies) ...
-        if constexpr (A_KC) { if (MF_WG_ROUND == 1) mf_wg_round<BM, NT>(gbase + (t % ST) * A_KM, tid); }   // ... rounded ...
-        if constexpr (B_KC) { if (MF_WG_ROUND != 0) mf_wg_round<BN, NT>(gbase + B_OFF + (t % ST) * B_KM, tid); }
+        if constexpr (A_KC && RND) { if (MF_WG_ROUND == 1) mf_wg_round<BM, NT>(gbase + (t % ST) * A_KM, tid); }  // ... rounded ...
+        if constexpr (B_KC && RND) { if (MF_WG_ROUND != 0) mf_wg_round<BN, NT>(gbase + B_OFF + (t % ST) * B_KM, tid); }
         if constexpr (A_KC && B_KC) mf_fence_proxy_async();   // ... visible to the tensor cores ...
         __syncthreads();          // ... everybody's; and every thread is past tile t - 1's wait
         if (t + ST - 2 < ntiles) load_tile(t + ST - 2);   // into the stage of tile t - 2
@@ -842,7 +899,8 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
     __syncthreads();   // the shared memory may be reused (cluster reduction)
 
     float* red = reinterpret_cast<float*>(gbase);
-    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+    if (cluster || mf_epi_via_tile(epi)) {   // through shared memory (mf_tile_reduce): the cluster's split-K
+        //   reduction, or an epilogue that reads memory
         #pragma unroll
         for (int nb = 0; nb < NB; nb++)
             #pragma unroll
@@ -851,7 +909,7 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
                 for (int h = 0; h < 2; h++)
                     *reinterpret_cast<float2*>(&red[(warp * 16 + g + h * 8) * BN + nb * 64 + c * 8 + 2 * q]) =
                         make_float2(acc[nb][c * 4 + h * 2], acc[nb][c * 4 + h * 2 + 1]);
-        mf_cluster_reduce<BM, BN, NT>(C, red, m0, n0, M, N, vec != 0, epi);
+        mf_tile_reduce<BM, BN, NT>(C, red, m0, n0, M, N, vec != 0, cluster != 0, epi);
         return;
     }
     float* Cz = C + (size_t)blockIdx.z * M * N;
@@ -978,7 +1036,7 @@ static int mf_num_sms(void) {
 }
 
 // Clusters need sm_90 in the code that runs, not only in the GPU: a build for an older target
-// compiles the cluster reduction out (mf_cluster_reduce), and would silently drop the partial sums.
+// compiles the cluster reduction out (mf_tile_reduce), and would silently drop the partial sums.
 // So ask what was compiled: the PTX target (__CUDA_ARCH__ when the kernels were compiled) and the
 // machine code of the kernels that will run on this GPU.
 static int mf_has_clusters(void) {
@@ -1018,6 +1076,8 @@ typedef struct { int a_kc, b_kc, M, N, K, tf32, cfg, splits; } MatmulFastTuned;
 // backward kernels of two streams run side by side, and the cost model's smaller picks share the
 // SMs better.
 static const MatmulFastTuned mf_tuned[] = {
+    {1, 1,  256, 1024,  784, 2, 11, 4},  // forward on TF32 values (MF_TF32_EXACT; -x 1's forward pass):
+    {1, 1,  256, 1024, 1024, 2, 11, 4},  //   wgmma, where it is built (sm_90a), else the cost model
     {1, 1,  256, 1024,  784, 1, 6, 2},   // forward, "NT"
     {1, 1,  256, 1024, 1024, 1, 0, 8},
     {1, 0,  256,  784, 1024, 1, 9, 8},   // dinp, "NN"
@@ -1119,8 +1179,14 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
 #define MF_TF32(BM, BN, BK, WM, WN, ST) \
     MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>), (BM / WM) * (BN / WN) * 32, \
               mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8))
-#define MF_WG(WGS, NB, ST) MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC>), 128 * WGS, \
-                                  mf_wg_smem_floats(WGS, NB, ST, A_KC, B_KC))
+// (the kernel without its rounding pass only for MF_TF32_EXACT, which only the forward layout takes)
+#define MF_WG(WGS, NB, ST) do { \
+    if (A_KC && B_KC && tf32 == MF_TF32_EXACT) \
+        MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, !(A_KC && B_KC)>), 128 * WGS, \
+                  mf_wg_smem_floats(WGS, NB, ST, A_KC, B_KC)); \
+    else \
+        MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, true>), 128 * WGS, \
+                  mf_wg_smem_floats(WGS, NB, ST, A_KC, B_KC)); } while (0)
     if (!tf32) {   // keep in step with mf_fp32_cfgs
         switch (cfg) {
             case 0: MF_FP32(64, 128, 16, 8, 8, 3); break;
@@ -1206,12 +1272,13 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
 // the launchers the trainer calls
 
 // out = act(inp . weight^T + bias); inp is (B, IN), weight is (OUT, IN), bias is (OUT) or NULL,
-// out is (B, OUT); act in {0,1,2,3}. Launched with PDL (kernels/common.cuh): enqueue it right after
+// out is (B, OUT); act in {0,1,2,3}. tf32: 0, MF_TF32_ROUND, or MF_TF32_EXACT when inp and weight hold
+// TF32 values; round_out: out is stored rounded to TF32 (the next layer's MF_TF32_EXACT input). Launched with PDL (kernels/common.cuh): enqueue it right after
 // the kernel that writes inp, as the trainer's forward pass does. The backward launchers below
 // launch plainly: the trainer records events between them (kernels/common.cuh says why that matters).
 static void matmul_forward_fast(float* out, const float* inp, const float* weight, const float* bias,
-                                int B, int IN, int OUT, int act, int tf32, cudaStream_t stream) {
-    MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}};
+                                int B, int IN, int OUT, int act, int tf32, int round_out, cudaStream_t stream) {
+    MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out};
     mf_matmul<true, true>(out, inp, weight, B, OUT, IN, epi, NULL, 0, tf32, 1, stream);
 }
 
