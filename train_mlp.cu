@@ -248,12 +248,18 @@ static void model_backward_simple(Model *m, int bs, float lr, float momentum, fl
 //                 for the last layer after the fused head, with the step's mean loss and the step
 //                 counter in the same kernel (head_batch_sums, kernels/head.cuh).
 // The last layer's dinp is the fused head's (model_forward_loss) when it is used.
-// The first layer has no dinp: its dW runs on main, after the last dinp, with the SGD step fused
-// into its epilogue (kernels/matmul_fast.cuh MF_EPI_SGD), beside the side stream's last update.
+// The first layer has no dinp: its dW runs on main, after the last dinp, beside the side stream's
+// last update. If the layer has fewer than FUSED_SGD_MAX_WEIGHTS weights its SGD step is fused into
+// dW's epilogue (kernels/matmul_fast.cuh MF_EPI_SGD), which saves the small model (100k weights) a
+// kernel per step; above that the step is the SGD kernel after dW: the fused step is bound by memory
+// latency (the matmul's few blocks per SM, one float4 of weights in flight per thread), the kernel is
+// not. Measured on an H200, same runs, for the wide model's 800k: TF32 epoch 18.3 against 20.25 ms,
+// FP32 29.15 against 29.6 (dev/results/ab_tile_epilogue_h200.log, part 6).
 // (Fusing the step into every dW was slower for the wide model: dW would have to wait for dinp
 // instead of running beside it.) The events carry the order: ev_dout[l] (dout ready) and ev_dinp[l]
 // (W no longer read); at the end the main stream waits for the other two. In a CUDA graph capture
 // the events become edges: the step is captured as a DAG with three branches, not a chain.
+#define FUSED_SGD_MAX_WEIGHTS (1 << 18)
 static void model_backward_update(Model *m, int bs, float lr, float momentum, float weight_decay,
                                   cudaStream_t stream) {
     for (int l = m->L - 1; l >= 0; l--) {
@@ -279,11 +285,16 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
             sgd_update(m->params + w, m->grads + w, m->mbuf + w, m->params_tf32 ? m->params_tf32 + w : NULL,
                        (size_t)OUT * IN, lr, momentum, weight_decay, 1, m->side);
-        } else {
+        } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS) {
             MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay,
                                  m->params_tf32 ? m->params_tf32 + w : NULL};
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, &sgd,
                                          stream);
+        } else {
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
+                                         stream);
+            sgd_update(m->params + w, m->grads + w, m->mbuf + w, m->params_tf32 ? m->params_tf32 + w : NULL,
+                       (size_t)OUT * IN, lr, momentum, weight_decay, 1, stream);
         }
     }
     cudaCheck(cudaEventRecord(m->ev_side_done, m->side));

@@ -96,7 +96,7 @@ typedef struct {
 
 // The epilogue of output (m, n) in two halves: mf_epi_load reads what it needs from memory (the bias,
 // the activation output, the weight and its momentum), mf_epi_apply computes the value to store (and
-// stores the SGD step). Apart, so that the tile epilogue (mf_tile_reduce) can have the loads of many
+// stores the SGD step). Apart, so that the cluster reduction (mf_cluster_reduce) can have the loads of several
 // outputs in flight at once: one at a time, each output waited a full memory latency for its load.
 typedef struct { float a, b; } MfEpiIn;
 __device__ __forceinline__ MfEpiIn mf_epi_load(int m, int n, int N, const MatmulFastEpi& epi) {
@@ -268,44 +268,33 @@ struct MfTile {
 };
 
 // ----------------------------------------------------------------------------
-// The epilogue of a whole tile through shared memory. The block has left its tile of C (its partial
-// sums) in shared memory, red (BM x BN); the threads then take it a float4 at a time, in order, so
-// that neighbouring threads touch neighbouring memory, with the epilogue's loads for the four in
-// flight together (mf_epi_load). (Two or four float4s per round, all their loads first, cost the
+// split-K inside a thread-block cluster (Hopper, sm_90): the S blocks of a cluster compute the same
+// output tile over S slices of K, each leaves its partial tile in its own shared memory (red, BM x BN),
+// then block r adds up elements [r*BM*BN/S, (r+1)*BM*BN/S) over the S partials, always in the order
+// 0, 1, ..., S-1, through distributed shared memory, and applies the epilogue. No scratch in global
+// memory, no atomics: the result is the same every run. A thread takes a float4 at a time, with the
+// epilogue's loads for the four in flight together with the partials' (mf_epi_load): the dinp
+// product 1024 -> 1024 of the wide TF32 step went from 18.8 to 15.6 us that way (ncu, H200), against
+// one mf_epilogue call after another. (Two or four float4s per round, all their loads first, cost the
 // kernels registers, 80 -> 90-128 per thread in the TF32 ones: fewer blocks per SM.)
-// cluster: split-K inside a thread-block cluster (Hopper, sm_90): the S blocks of a cluster compute the
-// same output tile over S slices of K, each leaves its partial tile in its own shared memory, then
-// block r adds up elements [r*BM*BN/S, (r+1)*BM*BN/S) over the S partials, always in the order 0, 1,
-// ..., S-1, through distributed shared memory, and applies the epilogue. No scratch in global memory,
-// no atomics: the result is the same every run.
-// Else (one block, S = 1): used for the SGD epilogue (mf_epi_via_tile), where the per-thread
-// fragments of the register tile would wait for one load after another: the first layer's dweight
-// with its SGD step took 34 us that way, 25 us this way (ncu, wide TF32 step on an H200; the same
-// product without the step, 13-15 us).
+// The register-tile epilogue (mf_store_pair and the like) still calls mf_epilogue output by output,
+// each waiting for its own loads: fine for the bias and the activation, but the SGD step there is
+// latency-bound (the first layer's dweight with its step: 34 us, 13-15 without, ncu, wide TF32 step),
+// so the trainer fuses it only for small layers (train_mlp.cu FUSED_SGD_MAX_WEIGHTS).
 
 template<int BM, int BN, int NT>
-__device__ __forceinline__ void mf_tile_reduce(float* C, float* red, int m0, int n0, int M, int N, bool vec,
-                                               bool cluster, const MatmulFastEpi& epi) {
-    static_assert(BN % 4 == 0, "a float4 of the partial tile stays in one row");
-    const float4* parts[8];            // the S partial tiles (in distributed shared memory)
-    int S = 1, r = 0;
+__device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, int n0, int M, int N, bool vec,
+                                                  const MatmulFastEpi& epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
-    if (cluster) {
-        cg::cluster_group cl = cg::this_cluster();
-        cl.sync();   // every partial tile is in shared memory
-        S = (int)cl.num_blocks();
-        r = (int)cl.block_rank();
-        #pragma unroll
-        for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(cl.map_shared_rank(red, z < S ? z : 0));
-    } else
-#endif
-    {
-        __syncthreads();   // the whole tile is in shared memory
-        #pragma unroll
-        for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(red);
-    }
-    const int per = BM * BN / 4 / S;   // float4s this block adds up (S is 1, 2, 4 or 8: BM * BN / 4 divides)
+    static_assert(BN % 4 == 0, "a float4 of the partial tile stays in one row");
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();   // every partial tile is in shared memory
+    const int S = (int)cluster.num_blocks(), r = (int)cluster.block_rank();
+    const float4* parts[8];            // the S partial tiles, in distributed shared memory
+    #pragma unroll
+    for (int z = 0; z < 8; z++) parts[z] = reinterpret_cast<const float4*>(cluster.map_shared_rank(red, z < S ? z : 0));
+    const int per = BM * BN / 4 / S;   // float4s this block adds up (S is 2, 4 or 8: BM * BN / 4 divides)
     for (int e4 = r * per + (int)threadIdx.x; e4 < (r + 1) * per; e4 += NT) {
         const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
         MfEpiIn in[4];   // the epilogue's loads first, all four in flight ...
@@ -329,15 +318,9 @@ __device__ __forceinline__ void mf_tile_reduce(float* C, float* red, int m0, int
             for (int j = 0; j < 4; j++) if (n + j < N) C[(size_t)m * N + n + j] = o[j];
         }
     }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (cluster) cg::this_cluster().sync();   // no block leaves while another still reads its shared memory
+    cluster.sync();   // no block leaves while another still reads its shared memory
 #endif
 }
-
-// the epilogue that goes through mf_tile_reduce without a cluster: the SGD step, two loads and three or
-// four stores per output. (The dinp epilogue, one load per output, measured slower through the tile:
-// 29.8 against 29.3 ms per wide FP32 epoch, H200, dev/results/ab_tile_epilogue_h200.log.)
-__device__ __forceinline__ bool mf_epi_via_tile(const MatmulFastEpi& epi) { return epi.kind == MF_EPI_SGD; }
 
 // ----------------------------------------------------------------------------
 // the pipeline both kernels share: tiles t = 0 .. ntiles-1 of this block's K slice go through a ring
@@ -458,13 +441,12 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     // the tile coordinates of acc[i][j]
     #define MF_ROW(i) (A_KC ? ty + (i) * (BM / TM) : ((i) / 4) * RM + ty * 4 + ((i) % 4))
     #define MF_COL(j) (B_KC ? tx + (j) * (BN / TN) : ((j) / 4) * RN + tx * 4 + ((j) % 4))
-    if (cluster || mf_epi_via_tile(epi)) {   // through shared memory (mf_tile_reduce): the cluster's split-K
-        //   reduction, or an epilogue that reads memory
+    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
             for (int j = 0; j < TN; j++) smem[MF_ROW(i) * BN + MF_COL(j)] = acc[i][j];
-        mf_tile_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, cluster != 0, epi);
+        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
         return;
     }
 
@@ -615,8 +597,7 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     #undef MF_SA
     #undef MF_SB
 
-    if (cluster || mf_epi_via_tile(epi)) {   // through shared memory (mf_tile_reduce): the cluster's split-K
-        //   reduction, or an epilogue that reads memory
+    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int i = 0; i < MI; i++)
             #pragma unroll
@@ -625,7 +606,7 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 for (int j = 0; j < NI; j++)
                     *reinterpret_cast<float2*>(&smem[(wm + i * 16 + g + h * 8) * BN + wn + j * 8 + 2 * q]) =
                         make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-        mf_tile_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, cluster != 0, epi);
+        mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
         return;
     }
 
@@ -899,8 +880,7 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
     __syncthreads();   // the shared memory may be reused (cluster reduction)
 
     float* red = reinterpret_cast<float*>(gbase);
-    if (cluster || mf_epi_via_tile(epi)) {   // through shared memory (mf_tile_reduce): the cluster's split-K
-        //   reduction, or an epilogue that reads memory
+    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int nb = 0; nb < NB; nb++)
             #pragma unroll
@@ -909,7 +889,7 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
                 for (int h = 0; h < 2; h++)
                     *reinterpret_cast<float2*>(&red[(warp * 16 + g + h * 8) * BN + nb * 64 + c * 8 + 2 * q]) =
                         make_float2(acc[nb][c * 4 + h * 2], acc[nb][c * 4 + h * 2 + 1]);
-        mf_tile_reduce<BM, BN, NT>(C, red, m0, n0, M, N, vec != 0, cluster != 0, epi);
+        mf_cluster_reduce<BM, BN, NT>(C, red, m0, n0, M, N, vec != 0, epi);
         return;
     }
     float* Cz = C + (size_t)blockIdx.z * M * N;
@@ -1036,7 +1016,7 @@ static int mf_num_sms(void) {
 }
 
 // Clusters need sm_90 in the code that runs, not only in the GPU: a build for an older target
-// compiles the cluster reduction out (mf_tile_reduce), and would silently drop the partial sums.
+// compiles the cluster reduction out (mf_cluster_reduce), and would silently drop the partial sums.
 // So ask what was compiled: the PTX target (__CUDA_ARCH__ when the kernels were compiled) and the
 // machine code of the kernels that will run on this GPU.
 static int mf_has_clusters(void) {
