@@ -274,8 +274,8 @@ struct MfTile {
 // 0, 1, ..., S-1, through distributed shared memory, and applies the epilogue. No scratch in global
 // memory, no atomics: the result is the same every run. A thread takes a float4 at a time, with the
 // epilogue's loads for the four in flight together with the partials' (mf_epi_load): the dinp
-// product 1024 -> 1024 of the wide TF32 step went from 18.8 to 15.6 us that way (ncu, H200), against
-// one mf_epilogue call after another. (Two or four float4s per round, all their loads first, cost the
+// product 1024 -> 1024 of the wide TF32 step went from 18.1-18.8 to 15.4-15.9 us that way (ncu, H200),
+// against one mf_epilogue call after another. (Two or four float4s per round, all their loads first, cost the
 // kernels registers, 80 -> 90-128 per thread in the TF32 ones: fewer blocks per SM.)
 // The register-tile epilogue (mf_store_pair and the like) still calls mf_epilogue output by output,
 // each waiting for its own loads: fine for the bias and the activation, but the SGD step there is
