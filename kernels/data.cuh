@@ -23,6 +23,13 @@ CPU twins: gather_batch_cpu, model_cpu_init_params (which uses the host RNG inst
 #include "../common/rng.h"
 #include "common.cuh"
 
+// one input value: the pixel / 255, a division, as the CPU does (the same float, bit for bit), rounded
+// to TF32 when tf32 (also kernels/persistent.cuh's gather, with tf32 = 0)
+__device__ __forceinline__ float pixel_value(uint8_t p, int tf32) {
+    const float v = p / 255.0f;
+    return tf32 ? round_tf32(v) : v;
+}
+
 // a row of the batch per blockIdx.y, pixels across threads (coalesced uint8 reads)
 __global__ void gather_batch_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
                                     const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32) {
@@ -30,10 +37,8 @@ __global__ void gather_batch_kernel(float *x, int *labels, const uint8_t *images
     if (b >= bs) return;
     int item = perm[(size_t)(*step + ahead) * B + b];
     const uint8_t *img = images + (size_t)item * D;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x) {
-        float v = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
-        x[(size_t)b * D + i] = tf32 ? round_tf32(v) : v;
-    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
+        x[(size_t)b * D + i] = pixel_value(img[i], tf32);
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[item];
 }
 
@@ -43,10 +48,8 @@ __global__ void gather_rows_kernel(float *x, int *labels, const uint8_t *images,
     int b = blockIdx.y;
     if (b >= bs) return;
     const uint8_t *img = images + (size_t)(start + b) * D;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x) {
-        float v = img[i] / 255.0f;  // a division, as the CPU does: the same float, bit for bit
-        x[(size_t)b * D + i] = tf32 ? round_tf32(v) : v;
-    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
+        x[(size_t)b * D + i] = pixel_value(img[i], tf32);
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[start + b];
 }
 

@@ -180,6 +180,17 @@ __device__ __forceinline__ void mf_cp_wait() {
 #endif
 }
 
+// The pipeline's prologue: tiles 0 .. N-1 (those that exist) are put in flight, one commit group per
+// tile slot even past the last tile, so that the wait_group counts of the main loop stay uniform.
+template<int N, class F>
+__device__ __forceinline__ void mf_prefetch(int ntiles, F&& load_tile) {
+    #pragma unroll
+    for (int s = 0; s < N; s++) {
+        if (s < ntiles) load_tile(s);
+        mf_cp_commit();
+    }
+}
+
 // ----------------------------------------------------------------------------
 // one operand tile in shared memory: rows d0 .. d0+BD-1 of X, k in [k0, k0 + BK) clipped to kend,
 // d clipped to D (outside: 0).
@@ -344,11 +355,7 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
         if (TB::PRE && vec) TB::load_vec(sbase + (unsigned)(s * STAGE + TA::FLOATS) * 4u, cb, B, ldb, t, kend);
         else TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + t * BK, kend, tid, vec);
     };
-    #pragma unroll
-    for (int s = 0; s < ST - 1; s++) {
-        if (s < ntiles) load_tile(s);
-        mf_cp_commit();   // always one group per slot, so wait_group counts stay uniform
-    }
+    mf_prefetch<ST - 1>(ntiles, load_tile);
     for (int t = 0; t < ntiles; t++) {
         mf_cp_wait<ST - 2>();   // tile t has landed (this thread's copies) ...
         __syncthreads();        // ... and everybody's; and tile t-1's stage is free
@@ -837,11 +844,7 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
             else SB::load(reinterpret_cast<float*>(gbase + SB_OFF) + st * SB::FLOATS, B, N, N, n0, k0, kend, tid, false);
         }
     };
-    #pragma unroll
-    for (int s = 0; s < ST - 2; s++) {
-        if (s < ntiles) load_tile(s);
-        mf_cp_commit();   // always one group per slot, so wait_group counts stay uniform
-    }
+    mf_prefetch<ST - 2>(ntiles, load_tile);   // (ST - 2 tiles ahead: see above)
     for (int t = 0; t < ntiles; t++) {
         mf_cp_wait<ST - 3>();     // tile t has landed (this thread's copies) ...
         if constexpr (A_KC && RND) { if (MF_WG_ROUND == 1) mf_wg_round<BM, NT>(gbase + (t % ST) * A_KM, tid); }  // ... rounded ...

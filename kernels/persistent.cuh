@@ -34,6 +34,7 @@ Shapes as everywhere: B batch, IN/OUT a layer's features, W is (OUT, IN) row-maj
 #include "../common/args.h"
 #include "activation.cuh"
 #include "common.cuh"
+#include "data.cuh"  // pixel_value
 #include "sgd.cuh"
 #include "softmax_xent.cuh"
 
@@ -215,7 +216,7 @@ __device__ void gather_phase(const PersistentArgs &a, int step, int bs) {
     const int *rows = a.perm + (size_t)step * a.B;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
         int b = (int)(i / a.D), k = (int)(i % a.D);
-        a.acts[0][i] = a.images[(size_t)rows[b] * a.D + k] / 255.0f;  // as data.cuh
+        a.acts[0][i] = pixel_value(a.images[(size_t)rows[b] * a.D + k], 0);  // (data.cuh)
         if (k == 0) a.labels[b] = a.all_labels[rows[b]];
     }
 }
