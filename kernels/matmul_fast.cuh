@@ -1162,7 +1162,8 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
 #define MF_TF32(BM, BN, BK, WM, WN, ST) \
     MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>), (BM / WM) * (BN / WN) * 32, \
               mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8))
-// (the kernel without its rounding pass only for MF_TF32_EXACT, which only the forward layout takes)
+// (the kernel without its rounding pass only for MF_TF32_EXACT, which only the forward layout takes;
+// for the other layouts !(A_KC && B_KC) names the rounding kernel, so no unused kernel is compiled)
 #define MF_WG(WGS, NB, ST) do { \
     if (A_KC && B_KC && tf32 == MF_TF32_EXACT) \
         MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, !(A_KC && B_KC)>), 128 * WGS, \
