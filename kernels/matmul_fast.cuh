@@ -65,12 +65,13 @@ __device__ __forceinline__ float4 mf_round_tf32(float4 v) {
 }
 
 // The launchers' tf32 argument: 0 FP32; MF_TF32_ROUND: TF32 tensor cores, the kernels round every
-// operand to TF32 on the way in; MF_TF32_EXACT (forward only): the same, for operands that are TF32
-// values already (round_tf32 applied by whoever wrote them: in -x 1 the trainer's gather, its forward
-// epilogues and its optimizer keep the forward products' inputs so), which the wgmma kernel then
-// takes as they are, without its rounding pass (dev/cuda/README.md, run 13d: that pass is a fifth of
-// the kernel's time). Rounding a TF32 value again changes nothing, so any TF32 kernel gives the same
-// products on such operands.
+// operand to TF32 on the way in; MF_TF32_EXACT: the same, for operands that are TF32 values already
+// (round_tf32 applied by whoever wrote them: in -x 1 the trainer's gather, its forward epilogues and
+// its optimizer keep the forward products' inputs so), which the kernels then take as they are: the
+// wgmma kernel without its rounding pass (dev/cuda/README.md, run 13d: that pass is a fifth of the
+// kernel's time), the mma.sync kernel without a cvt per fragment element (RND = false; run 15: 7-12%
+// faster). Rounding a TF32 value again changes nothing, so both give the same products on such
+// operands as MF_TF32_ROUND.
 enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2 };
 
 // what happens to an output element after its sum is complete
@@ -121,6 +122,14 @@ __device__ __forceinline__ float mf_epi_apply(float v, MfEpiIn in, int m, int n,
         if (epi.sgd.param_tf32 != NULL) epi.sgd.param_tf32[i] = round_tf32(in.a);
     }
     return v;
+}
+
+// whether the epilogue leaves the sums as they are (the weight gradient; a product without bias,
+// activation or rounding): then the register-tile stores skip mf_epilogue, whose call per output cost
+// the weight gradient 10-20% (dev/cuda/README.md, run 15)
+__device__ __forceinline__ bool mf_epi_identity(const MatmulFastEpi& epi) {
+    return epi.kind == MF_EPI_RAW || (epi.kind == MF_EPI_FORWARD && epi.bias == NULL && epi.act == 3 && !epi.round_out)
+        || (epi.kind == MF_EPI_DINP && epi.act == 3);
 }
 
 // both halves, for one output. Not inlined: the epilogue runs once per output, and its inlined copies
@@ -458,6 +467,7 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     }
 
     float* Cz = C + (size_t)blockIdx.z * M * N;
+    const bool id = mf_epi_identity(epi);   // the sums as they are: no mf_epilogue call per output
     #pragma unroll
     for (int i = 0; i < TM; i++) {
         const int m = m0 + MF_ROW(i);
@@ -469,7 +479,8 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 if (n < N) {
                     float v[4];
                     #pragma unroll
-                    for (int j = 0; j < 4; j++) v[j] = mf_epilogue(acc[i][g * 4 + j], m, n + j, N, epi);
+                    for (int j = 0; j < 4; j++)
+                        v[j] = id ? acc[i][g * 4 + j] : mf_epilogue(acc[i][g * 4 + j], m, n + j, N, epi);
                     *reinterpret_cast<float4*>(&Cz[(size_t)m * N + n]) = make_float4(v[0], v[1], v[2], v[3]);
                 }
             }
@@ -477,7 +488,7 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
             #pragma unroll
             for (int j = 0; j < TN; j++) {
                 const int n = n0 + MF_COL(j);
-                if (n < N) Cz[(size_t)m * N + n] = mf_epilogue(acc[i][j], m, n, N, epi);
+                if (n < N) Cz[(size_t)m * N + n] = id ? acc[i][j] : mf_epilogue(acc[i][j], m, n, N, epi);
             }
         }
     }
@@ -496,20 +507,26 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
 // 4 floats here, and lane l receives row l/4, float l%4 of each, which is exactly (g, q); one ldmatrix.x4
 // loads an A fragment (a0..a3) or the B fragments of two neighbouring n tiles (8 rows 16 bytes each,
 // at BK + 4 floats apart: no bank conflicts). The others are read element by element. Every element
-// is rounded to TF32 (cvt.rna) as it is used.
+// is rounded to TF32 (cvt.rna) as it is used, unless the operands are TF32 values already (RND = false,
+// MF_TF32_EXACT).
 
 // an accumulator pair of a tensor-core tile, C[m][n] and C[m][n + 1] (n even), through the epilogue
 __device__ __forceinline__ void mf_store_pair(float* Cz, float v0, float v1, int m, int n, int N, bool vec,
                                               const MatmulFastEpi& epi) {
     if (vec) {
         if (n < N) {   // N % 4 == 0 and n even: both in range, 8-byte aligned
-            v0 = mf_epilogue(v0, m, n, N, epi);
-            v1 = mf_epilogue(v1, m, n + 1, N, epi);
+            if (!mf_epi_identity(epi)) {   // (else the sums go out as they are, without a call per output)
+                v0 = mf_epilogue(v0, m, n, N, epi);
+                v1 = mf_epilogue(v1, m, n + 1, N, epi);
+            }
             *reinterpret_cast<float2*>(&Cz[(size_t)m * N + n]) = make_float2(v0, v1);
         }
     } else {
-        if (n < N)     Cz[(size_t)m * N + n]     = mf_epilogue(v0, m, n, N, epi);
-        if (n + 1 < N) Cz[(size_t)m * N + n + 1] = mf_epilogue(v1, m, n + 1, N, epi);
+        // only in range: past column N - 1 the index m * N + n is the next row's (the SGD epilogue would
+        // step a weight of the next row)
+        const bool id = mf_epi_identity(epi);
+        if (n < N)     Cz[(size_t)m * N + n]     = id ? v0 : mf_epilogue(v0, m, n, N, epi);
+        if (n + 1 < N) Cz[(size_t)m * N + n + 1] = id ? v1 : mf_epilogue(v1, m, n + 1, N, epi);
     }
 }
 
@@ -528,7 +545,7 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 
-template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC>
+template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, bool RND>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
                         int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
@@ -558,6 +575,9 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
             #pragma unroll
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
 
+    // a fragment element: rounded to TF32 (cvt.rna), or, when the operands are TF32 values already
+    // (RND = false, for MF_TF32_EXACT), its bits as they are: the tensor cores read them exactly
+    auto frag = [](float x) -> uint32_t { if constexpr (RND) return mf_to_tf32(x); else return __float_as_uint(x); };
     // A(row, k) and B(k, col) of the tile in shared memory, whatever the layout
     #define MF_SA(r, k) (A_KC ? as[(r) * TA::LD + (k)] : as[(k) * TA::LD + (r)])
     #define MF_SB(k, c) (B_KC ? bs[(c) * TB::LD + (k)] : bs[(k) * TB::LD + (c)])
@@ -571,13 +591,13 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 if constexpr (A_KC) {   // lanes 0-7: rows 0-7, k 0-3; 8-15: rows 8-15; 16-31: the same at k 4-7
                     mf_ldsm_x4(af[i], &as[(wm + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * TA::LD + kk + (lane >> 4) * 4]);
                     #pragma unroll
-                    for (int r = 0; r < 4; r++) af[i][r] = mf_to_tf32(__uint_as_float(af[i][r]));
+                    for (int r = 0; r < 4; r++) af[i][r] = frag(__uint_as_float(af[i][r]));
                 } else {
                     const int r = wm + i * 16 + g;
-                    af[i][0] = mf_to_tf32(MF_SA(r, kk + q));
-                    af[i][1] = mf_to_tf32(MF_SA(r + 8, kk + q));
-                    af[i][2] = mf_to_tf32(MF_SA(r, kk + q + 4));
-                    af[i][3] = mf_to_tf32(MF_SA(r + 8, kk + q + 4));
+                    af[i][0] = frag(MF_SA(r, kk + q));
+                    af[i][1] = frag(MF_SA(r + 8, kk + q));
+                    af[i][2] = frag(MF_SA(r, kk + q + 4));
+                    af[i][3] = frag(MF_SA(r + 8, kk + q + 4));
                 }
             }
             #pragma unroll
@@ -585,13 +605,13 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
                 if constexpr (B_KC) {   // lanes 0-7: tile j, k 0-3; 8-15: tile j, k 4-7; 16-31: tile j + 1
                     mf_ldsm_x4(&bf[j][0], &bs[(wn + j * 8 + (lane & 7) + (lane >> 4) * 8) * TB::LD + kk + ((lane >> 3) & 1) * 4]);
                     #pragma unroll
-                    for (int r = 0; r < 4; r++) (&bf[j][0])[r] = mf_to_tf32(__uint_as_float((&bf[j][0])[r]));
+                    for (int r = 0; r < 4; r++) (&bf[j][0])[r] = frag(__uint_as_float((&bf[j][0])[r]));
                 } else {
                     #pragma unroll
                     for (int jj = j; jj < j + 2; jj++) {
                         const int c = wn + jj * 8 + g;
-                        bf[jj][0] = mf_to_tf32(MF_SB(kk + q, c));
-                        bf[jj][1] = mf_to_tf32(MF_SB(kk + q + 4, c));
+                        bf[jj][0] = frag(MF_SB(kk + q, c));
+                        bf[jj][1] = frag(MF_SB(kk + q + 4, c));
                     }
                 }
             }
@@ -1047,22 +1067,29 @@ static float mf_cost(const MatmulFastCfg* c, int M, int N, int K, int splits) {
 }
 
 // Measured picks for the shapes that dominate the wide model's step (784->1024->1024 at batch 256):
-// on these the cost model's pick ran at 82-96% of the speed of the fastest configuration, and they
+// on these the cost model's pick ran at 73-100% of the speed of the fastest configuration, and they
 // are most of the step's time, so the fastest one measured is written down here. Source: the
-// sweep `matmul_forward sweep CSV wide` on an H200 (132 SMs), dev/cuda/results/sweep_wide_h200.csv;
-// the sweep prints the same table from its own timings ("tuned table from this sweep"). Used only
-// on a GPU with the same number of SMs; anywhere else, and for every other shape, the model decides.
+// sweep `matmul_forward sweep CSV wide` on an H200 (132 SMs), dev/cuda/results/run15_h200_sweep_wide.csv
+// (run 15); the sweep prints the same table from its own timings ("tuned table from this sweep"). Used
+// only on a GPU with the same number of SMs; anywhere else, and for every other shape, the model decides.
 typedef struct { int a_kc, b_kc, M, N, K, tf32, cfg, splits; } MatmulFastTuned;
 #define MF_TUNED_SMS 132
 // TF32 only: the FP32 picks of the same sweep, each fastest alone, made the FP32 step slower (36.8
 // against 35.3 ms per epoch, same run, dev/results/ab_pdl_streams_h200.log): inside the step, the
 // backward kernels of two streams run side by side, and the cost model's smaller picks share the
 // SMs better.
+// The wgmma picks (configurations 11-14) apply where the wgmma kernel is built (sm_90a); elsewhere the
+// cost model decides. The trainer passes MF_TF32_EXACT for its forward products only (-x 1); the
+// backward entries on TF32 values are the picks of dev/cuda's version 7.
 static const MatmulFastTuned mf_tuned[] = {
-    {1, 1,  256, 1024,  784, 2, 11, 4},  // forward on TF32 values (MF_TF32_EXACT; -x 1's forward pass):
-    {1, 1,  256, 1024, 1024, 2, 11, 4},  //   wgmma, where it is built (sm_90a), else the cost model
-    {1, 1,  256, 1024,  784, 1, 6, 2},   // forward, "NT"
-    {1, 1,  256, 1024, 1024, 1, 0, 8},
+    {1, 1,  256, 1024,  784, 2, 11, 4},  // forward on TF32 values (MF_TF32_EXACT; -x 1's forward pass)
+    {1, 1,  256, 1024, 1024, 2, 11, 4},
+    {1, 0,  256,  784, 1024, 2, 4, 4},   // dinp and dweight on TF32 values
+    {1, 0,  256, 1024, 1024, 2, 6, 2},
+    {0, 0, 1024,  784,  256, 2, 9, 1},
+    {0, 0, 1024, 1024,  256, 2, 9, 1},
+    {1, 1,  256, 1024,  784, 1, 11, 2},  // forward, "NT", rounding its tiles (MF_TF32_ROUND)
+    {1, 1,  256, 1024, 1024, 1, 11, 2},
     {1, 0,  256,  784, 1024, 1, 9, 8},   // dinp, "NN"
     {1, 0,  256, 1024, 1024, 1, 0, 8},
     {0, 0, 1024,  784,  256, 1, 4, 1},   // dweight, "TN"
@@ -1159,9 +1186,13 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
 #define MF_FP32(BM, BN, BK, TM, TN, ST) \
     MF_LAUNCH((matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>), (BM / TM) * (BN / TN), \
               mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4))
-#define MF_TF32(BM, BN, BK, WM, WN, ST) \
-    MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>), (BM / WM) * (BN / WN) * 32, \
-              mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8))
+#define MF_TF32(BM, BN, BK, WM, WN, ST) do { \
+    if (tf32 == MF_TF32_EXACT) \
+        MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, false>), (BM / WM) * (BN / WN) * 32, \
+                  mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8)); \
+    else \
+        MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, true>), (BM / WM) * (BN / WN) * 32, \
+                  mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8)); } while (0)
 // (the kernel without its rounding pass only for MF_TF32_EXACT, which only the forward layout takes;
 // for the other layouts !(A_KC && B_KC) names the rounding kernel, so no unused kernel is compiled)
 #define MF_WG(WGS, NB, ST) do { \

@@ -19,23 +19,30 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
      through distributed shared memory in a fixed order (deterministic, no scratch, no atomics)
   6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna;
      its configurations 11-14 are the wgmma kernel (sm_90a: this Makefile builds GPU_ARCH=90 as
-     sm_90a), which only the sweep and `one` run: level with mma.sync once its tiles are rounded
-     (README.md, run 13)
-  cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32)
+     sm_90a), which only the sweep, `one` and the tuned table run: level with mma.sync once its tiles
+     are rounded (README.md, run 13)
+  7: the same kernels on inputs that are TF32 values already (MF_TF32_EXACT), as the trainer's -x 1
+     stores its operands: no rounding on the way in (the tensor cores take such values exactly)
+  cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32), the latter
+     also on the TF32-valued inputs of version 7 ("cuBLAS TF32 values", version 7's yardstick)
 
 Run:
   ./matmul_forward          validate all versions, benchmark all + cuBLAS, validate again, summary
   ./matmul_forward 5        the same for version 5 only (and cuBLAS)
-  ./matmul_forward fast     the same for versions 5 and 6 (and cuBLAS)
+  ./matmul_forward fast     the same for versions 5, 6 and 7 (and cuBLAS)
   ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
-  ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu)
+  ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu);
+                            TF32 0 (v5), 1 (v6) or 2 (v7); CFG `cublas`: that version's cuBLAS yardstick
   CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
 
 Tolerances (relative norm error ||out - ref|| / ||ref|| against a double-precision CPU reference):
   FP32 versions 1e-5: float32 sums of K <= 1024 products land near 1e-7..1e-6.
   TF32 version and cuBLAS TF32 2e-3: both inputs rounded to 10 mantissa bits (rel. error 2^-11
   each) give about 4e-4 on random data.
+  Version 7 and cuBLAS TF32 on TF32 values 1e-4: the reference is the exact product of those values,
+  so only the FP32 sums differ (the tensor cores' accumulation, measured ~1e-7..1e-6); an input the
+  kernel changed on the way in (truncated, or rounded twice) would show up at the 4e-4 level.
 Outputs are filled with NaN before every validated run, so an element a kernel never writes fails.
 */
 #include "common.h"
@@ -178,14 +185,23 @@ __global__ void __launch_bounds__(256) matmul_kernel4(float* C, const float* A, 
 // ----------------------------------------------------------------------------
 // launchers. Operands: A, B as the problem's layout defines them; scratch for version 5/6 split-K.
 
-#define V_CUBLAS 7
-#define V_CUBLAS_TF32 8
+#define V_CUBLAS 8
+#define V_CUBLAS_TF32 9
+#define V_CUBLAS_TF32V 10   // cuBLAS TF32 on the TF32-valued inputs (version 7's yardstick)
+#define NVERSIONS 11
 static const char* version_name(int v) {
     static const char* names[] = {"", "v1 naive", "v2 coalesced", "v3 smem tiled", "v4 reg-block 4x4",
-                                  "v5 fast FP32", "v6 fast TF32", "cuBLAS SGEMM", "cuBLAS TF32"};
+                                  "v5 fast FP32", "v6 fast TF32", "v7 TF32 values", "cuBLAS SGEMM", "cuBLAS TF32",
+                                  "cuBLAS TF32 values"};
     return names[v];
 }
-static int version_is_tf32(int v) { return v == 6 || v == V_CUBLAS_TF32; }
+static int version_is_tf32(int v) { return v == 6 || v == 7 || v == V_CUBLAS_TF32 || v == V_CUBLAS_TF32V; }
+static int version_on_values(int v) { return v == 7 || v == V_CUBLAS_TF32V; }   // reads the TF32-valued inputs
+static int version_is_ours(int v) { return v >= 5 && v <= 7; }                  // the shipped launchers
+static int version_of_tf32(int tf32) { return tf32 == 0 ? 5 : tf32 == MF_TF32_ROUND ? 6 : 7; }   // launcher's tf32 arg
+static int yardstick_of(int v) {
+    return version_on_values(v) ? V_CUBLAS_TF32V : version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS;
+}
 static cublasHandle_t cublas_handle;
 
 void run_version(int v, float* C, const float* A, const float* B, const Problem* p, float* scratch, cudaStream_t s) {
@@ -201,14 +217,14 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
                   matmul_kernel3<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
         case 4: { dim3 grid(mf_ceil_div(N, BN4), mf_ceil_div(M, BM4));
                   matmul_kernel4<<<grid, 256, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
-        case 5: case 6: {
-            int tf32 = v == 6;
+        case 5: case 6: case 7: {
+            const int tf32 = v == 5 ? 0 : v == 6 ? MF_TF32_ROUND : MF_TF32_EXACT;
             if (p->prod == PROD_FWD) matmul_forward_fast(C, A, B, NULL, p->Bsz, p->IN, p->OUT, 3, tf32, 0, s);
             else if (p->prod == PROD_DINP) matmul_backward_dinp_fast(C, A, B, NULL, 3, p->Bsz, p->IN, p->OUT, tf32, s);
             else matmul_backward_dweight_fast(C, A, B, p->Bsz, p->IN, p->OUT, scratch, tf32, NULL, s);
             return;   // the launchers check their own launches
         }
-        case V_CUBLAS: case V_CUBLAS_TF32: {
+        case V_CUBLAS: case V_CUBLAS_TF32: case V_CUBLAS_TF32V: {
             // cuBLAS is column-major: row-major C(M,N) is column-major C^T(N,M) = B^T A^T
             const float one = 1.0f, zero = 0.0f;
             cublasOperation_t opB = p->b_kc ? CUBLAS_OP_T : CUBLAS_OP_N;   // B^T (N x K)
@@ -223,7 +239,7 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
             }
             return;
         }
-        default: fprintf(stderr, "matmul_forward: no version %d (1..6)\n", v); exit(EXIT_FAILURE);
+        default: fprintf(stderr, "matmul_forward: no version %d (1..7)\n", v); exit(EXIT_FAILURE);
     }
     cudaCheck(cudaGetLastError());
 }
@@ -231,36 +247,50 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
 // ----------------------------------------------------------------------------
 // device buffers for one problem, with its CPU reference
 
+// Two sets of inputs: A, B random FP32 (versions 1-6, cuBLAS), and At, Bt the same rounded to TF32
+// (version 7, cuBLAS TF32 values), each with its reference.
 typedef struct {
     Problem p;
-    float *A, *B, *C, *C2, *scratch;   // device
-    float *hA, *hB, *hC;               // host
-    double* ref;
+    float *A, *B, *At, *Bt, *C, *C2, *scratch;   // device
+    float *hA, *hB, *hAt, *hBt, *hC;             // host
+    double *ref, *ref_t;
 } Bufs;
+
+static float* round_tf32_array(const float* x, size_t n) {
+    float* r = (float*)mallocCheck(n * 4);
+    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);   // kernels/common.cuh, the host twin of cvt.rna
+    return r;
+}
 
 static void bufs_init(Bufs* b, Problem p, int with_ref) {
     b->p = p;
     size_t na = (size_t)p.M * p.K, nb = (size_t)p.K * p.N, nc = (size_t)p.M * p.N;
     b->hA = (float*)mallocCheck(na * 4); b->hB = (float*)mallocCheck(nb * 4); b->hC = (float*)mallocCheck(nc * 4);
     fill_uniform(b->hA, na); fill_uniform(b->hB, nb);
+    b->hAt = round_tf32_array(b->hA, na); b->hBt = round_tf32_array(b->hB, nb);
     cudaCheck(cudaMalloc(&b->A, na * 4)); cudaCheck(cudaMalloc(&b->B, nb * 4));
+    cudaCheck(cudaMalloc(&b->At, na * 4)); cudaCheck(cudaMalloc(&b->Bt, nb * 4));
     cudaCheck(cudaMalloc(&b->C, nc * 4)); cudaCheck(cudaMalloc(&b->C2, nc * 4));
     cudaCheck(cudaMemcpy(b->A, b->hA, na * 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(b->B, b->hB, nb * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(b->At, b->hAt, na * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(b->Bt, b->hBt, nb * 4, cudaMemcpyHostToDevice));
     // scratch: enough for any forced split count the sweep tries
     size_t ns = 16 * nc;
     cudaCheck(cudaMalloc(&b->scratch, ns * 4));
-    b->ref = NULL;
+    b->ref = b->ref_t = NULL;
     if (with_ref) {
         b->ref = (double*)mallocCheck(nc * sizeof(double));
+        b->ref_t = (double*)mallocCheck(nc * sizeof(double));
         matmul_cpu(b->ref, b->hA, b->hB, &p);
+        matmul_cpu(b->ref_t, b->hAt, b->hBt, &p);
     }
 }
 
 static void bufs_free(Bufs* b) {
     cudaCheck(cudaFree(b->A)); cudaCheck(cudaFree(b->B)); cudaCheck(cudaFree(b->C)); cudaCheck(cudaFree(b->C2));
-    cudaCheck(cudaFree(b->scratch));
-    free(b->hA); free(b->hB); free(b->hC); free(b->ref);
+    cudaCheck(cudaFree(b->At)); cudaCheck(cudaFree(b->Bt)); cudaCheck(cudaFree(b->scratch));
+    free(b->hA); free(b->hB); free(b->hAt); free(b->hBt); free(b->hC); free(b->ref); free(b->ref_t);
 }
 
 static double rel_err(const float* out, const double* ref, size_t n) {
@@ -273,23 +303,29 @@ static double rel_err(const float* out, const double* ref, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static double tol_of(int v) { return version_is_tf32(v) ? 2e-3 : 1e-5; }
+static double tol_of(int v) { return version_on_values(v) ? 1e-4 : version_is_tf32(v) ? 2e-3 : 1e-5; }
 
-// poison, run, compare; for versions 5/6 also run twice and demand bitwise-equal results
+// the inputs version v reads
+static void run_on_bufs(int v, Bufs* b, float* C) {
+    const int t = version_on_values(v);
+    run_version(v, C, t ? b->At : b->A, t ? b->Bt : b->B, &b->p, b->scratch, 0);
+}
+
+// poison, run, compare; for versions 5-7 also run twice and demand bitwise-equal results
 static int validate_one(int v, Bufs* b, const char* when, int verbose) {
     const Problem* p = &b->p;
     size_t nc = (size_t)p->M * p->N;
     cudaCheck(cudaMemset(b->C, 0xFF, nc * 4));
     cudaCheck(cudaMemset(b->scratch, 0xFF, 16 * nc * 4));
-    run_version(v, b->C, b->A, b->B, p, b->scratch, 0);
+    run_on_bufs(v, b, b->C);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(b->hC, b->C, nc * 4, cudaMemcpyDeviceToHost));
-    double err = rel_err(b->hC, b->ref, nc);
+    double err = rel_err(b->hC, version_on_values(v) ? b->ref_t : b->ref, nc);
     int ok = err < tol_of(v);
     int det = 1;
-    if (v == 5 || v == 6) {
+    if (version_is_ours(v)) {
         cudaCheck(cudaMemset(b->C2, 0xFF, nc * 4));
-        run_version(v, b->C2, b->A, b->B, p, b->scratch, 0);
+        run_on_bufs(v, b, b->C2);
         cudaCheck(cudaDeviceSynchronize());
         float* h2 = (float*)mallocCheck(nc * 4);
         cudaCheck(cudaMemcpy(h2, b->C2, nc * 4, cudaMemcpyDeviceToHost));
@@ -299,12 +335,15 @@ static int validate_one(int v, Bufs* b, const char* when, int verbose) {
     if (verbose || !ok || !det)
         printf("  %-17s %-7s B=%-4d %4d->%-4d (M %4d N %4d K %4d) rel err %.2e (tol %.0e)%s %s%s\n", version_name(v),
                prod_names[p->prod], p->Bsz, p->IN, p->OUT, p->M, p->N, p->K, err, tol_of(v),
-               (v == 5 || v == 6) ? (det ? " bitwise-repeatable" : " NOT REPEATABLE") : "", ok && det ? "ok" : "FAIL", when);
+               version_is_ours(v) ? (det ? " bitwise-repeatable" : " NOT REPEATABLE") : "", ok && det ? "ok" : "FAIL", when);
     return ok && det;
 }
 
-// the epilogues of the shipped launchers: bias + each activation (forward), act' from y (dinp)
+// the epilogues of the shipped launchers: bias + each activation (forward), act' from y (dinp);
+// tf32 is the launchers' argument (MF_TF32_EXACT: on the TF32-valued inputs, version 7)
 static int validate_epilogues(int tf32) {
+    const int v = version_of_tf32(tf32);
+    const double tol = tol_of(v);
     int failed = 0;
     const int shapes[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {64, 784, 128}};
     for (int si = 0; si < 4; si++) {
@@ -313,20 +352,22 @@ static int validate_epilogues(int tf32) {
             // forward: out = act(inp . W^T + bias)
             Problem p = make_problem(Bsz, IN, OUT, PROD_FWD);
             Bufs b; bufs_init(&b, p, 1);
+            const float *A = version_on_values(v) ? b.At : b.A, *Bm = version_on_values(v) ? b.Bt : b.B;
+            double* ref = version_on_values(v) ? b.ref_t : b.ref;
             float* hbias = (float*)mallocCheck(OUT * 4); fill_uniform(hbias, OUT);
             float* dbias; cudaCheck(cudaMalloc(&dbias, OUT * 4));
             cudaCheck(cudaMemcpy(dbias, hbias, OUT * 4, cudaMemcpyHostToDevice));
             size_t nc = (size_t)p.M * p.N;
             for (size_t i = 0; i < nc; i++) {
-                double x = b.ref[i] + hbias[i % OUT];
-                b.ref[i] = act == 0 ? 1.0 / (1.0 + exp(-x)) : act == 1 ? (x > 0 ? x : 0) : act == 2 ? tanh(x) : x;
+                double x = ref[i] + hbias[i % OUT];
+                ref[i] = act == 0 ? 1.0 / (1.0 + exp(-x)) : act == 1 ? (x > 0 ? x : 0) : act == 2 ? tanh(x) : x;
             }
             cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
-            matmul_forward_fast(b.C, b.A, b.B, dbias, Bsz, IN, OUT, act, tf32, 0, 0);
+            matmul_forward_fast(b.C, A, Bm, dbias, Bsz, IN, OUT, act, tf32, 0, 0);
             cudaCheck(cudaDeviceSynchronize());
             cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
-            double err = rel_err(b.hC, b.ref, nc);
-            if (!(err < (tf32 ? 2e-3 : 1e-5))) {
+            double err = rel_err(b.hC, ref, nc);
+            if (!(err < tol)) {
                 printf("  FAIL forward epilogue tf32=%d act=%d B=%d %d->%d rel err %.2e\n", tf32, act, Bsz, IN, OUT, err);
                 failed++;
             }
@@ -335,6 +376,8 @@ static int validate_epilogues(int tf32) {
             // dinp: (dout . W) * act'(y), y a plausible activation output
             p = make_problem(Bsz, IN, OUT, PROD_DINP);
             bufs_init(&b, p, 1);
+            A = version_on_values(v) ? b.At : b.A; Bm = version_on_values(v) ? b.Bt : b.B;
+            ref = version_on_values(v) ? b.ref_t : b.ref;
             nc = (size_t)p.M * p.N;
             float* hy = (float*)mallocCheck(nc * 4);
             for (size_t i = 0; i < nc; i++) {
@@ -346,21 +389,21 @@ static int validate_epilogues(int tf32) {
             for (size_t i = 0; i < nc; i++) {
                 double y = hy[i];
                 double d = act == 0 ? y * (1 - y) : act == 1 ? (y > 0 ? 1.0 : 0.0) : act == 2 ? 1 - y * y : 1.0;
-                b.ref[i] *= d;
+                ref[i] *= d;
             }
             cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
-            matmul_backward_dinp_fast(b.C, b.A, b.B, act == 3 ? NULL : dy, act, Bsz, IN, OUT, tf32, 0);
+            matmul_backward_dinp_fast(b.C, A, Bm, act == 3 ? NULL : dy, act, Bsz, IN, OUT, tf32, 0);
             cudaCheck(cudaDeviceSynchronize());
             cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
-            err = rel_err(b.hC, b.ref, nc);
-            if (!(err < (tf32 ? 2e-3 : 1e-5))) {
+            err = rel_err(b.hC, ref, nc);
+            if (!(err < tol)) {
                 printf("  FAIL dinp epilogue tf32=%d act=%d B=%d %d->%d rel err %.2e\n", tf32, act, Bsz, IN, OUT, err);
                 failed++;
             }
             cudaCheck(cudaFree(dy)); free(hy); bufs_free(&b);
         }
     }
-    printf("  epilogues (bias + act forward, act' dinp; 4 acts x 4 shapes), %s: %s\n", tf32 ? "TF32" : "FP32",
+    printf("  epilogues (bias + act forward, act' dinp; 4 acts x 4 shapes), %s: %s\n", version_name(v),
            failed ? "FAIL" : "ok");
     return failed == 0;
 }
@@ -377,13 +420,13 @@ static float time_version(int v, Bufs* b) {
     // few hundred MHz; a handful of 10 us launches would be timed before it reaches 1980 MHz)
     double w0 = wall_ms();
     do {
-        for (int i = 0; i < 20; i++) run_version(v, b->C, b->A, b->B, &b->p, b->scratch, 0);
+        for (int i = 0; i < 20; i++) run_on_bufs(v, b, b->C);
         cudaCheck(cudaDeviceSynchronize());
     } while (wall_ms() - w0 < 20.0);
     float t[REPS];
     for (int r = 0; r < REPS; r++) {
         cudaCheck(cudaEventRecord(e0));
-        for (int i = 0; i < INNER; i++) run_version(v, b->C, b->A, b->B, &b->p, b->scratch, 0);
+        for (int i = 0; i < INNER; i++) run_on_bufs(v, b, b->C);
         cudaCheck(cudaEventRecord(e1));
         cudaCheck(cudaEventSynchronize(e1));
         cudaCheck(cudaEventElapsedTime(&t[r], e0, e1));
@@ -409,7 +452,7 @@ static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product
 static int is_wide_problem(int i) { return i / 12 == 1 && (i / 3) % 4 >= 1 && (i / 3) % 4 <= 2; }
 
 static int sweep(const char* csv_file, int wide_only) {
-    printf("\nsweep: every tile configuration (c) and K split (s) of versions 5 and 6 (ms per call, median);"
+    printf("\nsweep: every tile configuration (c) and K split (s) of versions 5, 6 and 7 (ms per call, median);"
            " * = the heuristic's pick\n");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
     int failed = 0, passed = 0;
@@ -418,12 +461,12 @@ static int sweep(const char* csv_file, int wide_only) {
         for (int prod = 0; prod < 3; prod++) {
             Problem p = make_problem(odd[si][0], odd[si][1], odd[si][2], prod);
             Bufs b; bufs_init(&b, p, 1);
-            for (int tf32 = 0; tf32 < 2; tf32++)
+            for (int tf32 = 0; tf32 <= MF_TF32_EXACT; tf32++)
                 for (int c = 0; c < (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS); c++)
                     for (int sp = 1; sp <= 8; sp *= 2) {
                         matmul_fast_force_cfg = c;
                         matmul_fast_force_splits = sp;
-                        int ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, forced)", 0);
+                        int ok = validate_one(version_of_tf32(tf32), &b, " (sweep, forced)", 0);
                         if (!ok) printf("    ^ forced c%d/s%d\n", c, sp);
                         passed += ok; failed += !ok;
                     }
@@ -434,7 +477,7 @@ static int sweep(const char* csv_file, int wide_only) {
     printf("every configuration x split on odd shapes: %d passed, %d failed\n", passed, failed);
     FILE* csv = fopenCheck(csv_file, "w");
     fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
-    int tuned[NPROB][2][2];   // fastest (cfg, splits) per shape and precision, for the tuned table
+    int tuned[NPROB][3][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, for the tuned table
     memset(tuned, 0, sizeof(tuned));
     for (int i = 0; i < NPROB; i++) {
         if (wide_only && !is_wide_problem(i)) continue;
@@ -442,13 +485,16 @@ static int sweep(const char* csv_file, int wide_only) {
         Bufs b; bufs_init(&b, p, 1);
         printf("%-7s B=%-3d %4d->%-4d M %4d N %4d K %4d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
         if (wide_only) {   // the yardsticks in the same run, so the percentages compare like with like
-            const float c32 = time_version(V_CUBLAS, &b), ct = time_version(V_CUBLAS_TF32, &b);
-            printf(" cuBLAS FP32 %.4f TF32 %.4f |", c32, ct);
-            fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,0,-1,1,%.6f,0\n%s,%d,%d,%d,%d,%d,%d,1,-1,1,%.6f,0\n",
-                    prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K, c32,
-                    prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K, ct);
+            const float c32 = time_version(V_CUBLAS, &b), ct = time_version(V_CUBLAS_TF32, &b),
+                        cv = time_version(V_CUBLAS_TF32V, &b);
+            printf(" cuBLAS FP32 %.4f TF32 %.4f on TF32 values %.4f |", c32, ct, cv);
+            const float cms[3] = {c32, ct, cv};
+            for (int t = 0; t < 3; t++)   // cfg -1: cuBLAS
+                fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,-1,1,%.6f,0\n", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N,
+                        p.K, t, cms[t]);
         }
-        for (int tf32 = 0; tf32 < 2; tf32++) {
+        for (int tf32 = 0; tf32 <= MF_TF32_EXACT; tf32++) {
+            const int v = version_of_tf32(tf32);
             MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
             int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
             const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
@@ -460,9 +506,9 @@ static int sweep(const char* csv_file, int wide_only) {
                     matmul_fast_force_splits = sp;
                     MatmulFastPlan got = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
                     if (got.cfg != c || (got.splits > 1) != (sp > 1)) continue;   // not possible here (no scratch)
-                    int ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, before)", 0);
-                    float ms = time_version(tf32 ? 6 : 5, &b);
-                    ok = validate_one(tf32 ? 6 : 5, &b, " (sweep, after)", 0) && ok;
+                    int ok = validate_one(v, &b, " (sweep, before)", 0);
+                    float ms = time_version(v, &b);
+                    ok = validate_one(v, &b, " (sweep, after)", 0) && ok;
                     if (!ok) printf("    ^ forced c%d/s%d\n", c, sp);
                     passed += ok; failed += !ok;
                     int is_pick = c == pick.cfg && pick.splits == sp;
@@ -474,10 +520,10 @@ static int sweep(const char* csv_file, int wide_only) {
             matmul_fast_force_cfg = -1;
             matmul_fast_force_splits = 0;
             matmul_fast_force_cfg = pick.cfg; matmul_fast_force_splits = pick.splits;
-            float pms = time_version(tf32 ? 6 : 5, &b);
+            float pms = time_version(v, &b);
             matmul_fast_force_cfg = -1; matmul_fast_force_splits = 0;
-            printf(" %s best c%d/s%d %.4f pick c%d/s%d %.4f (%.0f%%)", tf32 ? "TF32" : "FP32", bc, bs, best, pick.cfg,
-                   pick.splits, pms, 100.0 * best / pms);
+            printf(" %s best c%d/s%d %.4f pick c%d/s%d %.4f (%.0f%%)", tf32 == 0 ? "FP32" : tf32 == 1 ? "TF32" : "TF32 values",
+                   bc, bs, best, pick.cfg, pick.splits, pms, 100.0 * best / pms);
             tuned[i][tf32][0] = bc; tuned[i][tf32][1] = bs;
         }
         printf("\n");
@@ -491,13 +537,47 @@ static int sweep(const char* csv_file, int wide_only) {
     for (int c = 0; c < MF_NUM_TF32_CFGS; c++) printf(" c%d %s;", c, mf_tf32_cfgs[c].name);
     printf("\ntuned table from this sweep, TF32 (kernels/matmul_fast.cuh mf_tuned: a_kc, b_kc, M, N, K, tf32, cfg, "
            "splits; the FP32 picks are left to the cost model, see there):\n");
-    for (int i = 0; i < NPROB; i++) {
-        if (!is_wide_problem(i) || !tuned[i][1][1]) continue;
-        Problem p = bench_problem(i);
-        printf("    {%d, %d, %4d, %4d, %4d, 1, %d, %d},\n", p.a_kc, p.b_kc, p.M, p.N, p.K, tuned[i][1][0], tuned[i][1][1]);
-    }
+    for (int tf32 = MF_TF32_EXACT; tf32 >= MF_TF32_ROUND; tf32--)
+        for (int i = 0; i < NPROB; i++) {
+            if (!is_wide_problem(i) || !tuned[i][tf32][1]) continue;
+            Problem p = bench_problem(i);
+            printf("    {%d, %d, %4d, %4d, %4d, %d, %d, %d},\n", p.a_kc, p.b_kc, p.M, p.N, p.K, tf32, tuned[i][tf32][0],
+                   tuned[i][tf32][1]);
+        }
     printf("\nwrote %s\nsweep: %d passed, %d failed\n", csv_file, passed, failed);
     return failed;
+}
+
+// What "TF32" means for FP32 inputs: the tensor cores use the top 19 bits of each float as they find
+// them, so a library that feeds FP32 data straight in truncates every input toward zero, while the
+// trainer's kernels round to nearest first (cvt.rna). Which one cuBLAS TF32 does is measured here: its
+// output against the exact products of the inputs rounded, and of the inputs truncated.
+static float trunc_tf32(float x) { unsigned u; memcpy(&u, &x, 4); u &= 0xFFFFE000u; memcpy(&x, &u, 4); return x; }
+static void tf32_inputs_report(void) {
+    const int shapes[2][3] = {{256, 1024, 1024}, {64, 784, 128}};
+    printf("\nTF32 on FP32 inputs: relative error against the exact product of the inputs rounded to nearest TF32 /"
+           " truncated to TF32\n");
+    for (int si = 0; si < 2; si++)
+        for (int prod = 0; prod < 3; prod++) {
+            Problem p = make_problem(shapes[si][0], shapes[si][1], shapes[si][2], prod);
+            Bufs b; bufs_init(&b, p, 1);
+            const size_t na = (size_t)p.M * p.K, nb = (size_t)p.K * p.N, nc = (size_t)p.M * p.N;
+            float* ta = (float*)mallocCheck(na * 4); float* tb = (float*)mallocCheck(nb * 4);
+            for (size_t i = 0; i < na; i++) ta[i] = trunc_tf32(b.hA[i]);
+            for (size_t i = 0; i < nb; i++) tb[i] = trunc_tf32(b.hB[i]);
+            double* ref_tr = (double*)mallocCheck(nc * sizeof(double));
+            matmul_cpu(ref_tr, ta, tb, &p);
+            printf("  %-7s B=%-4d %4d->%-4d", prod_names[p.prod], p.Bsz, p.IN, p.OUT);
+            const int vs[2] = {6, V_CUBLAS_TF32};
+            for (int k = 0; k < 2; k++) {
+                run_on_bufs(vs[k], &b, b.C);
+                cudaCheck(cudaDeviceSynchronize());
+                cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
+                printf(" | %s: %.1e / %.1e", version_name(vs[k]), rel_err(b.hC, b.ref_t, nc), rel_err(b.hC, ref_tr, nc));
+            }
+            printf("\n");
+            free(ta); free(tb); free(ref_tr); bufs_free(&b);
+        }
 }
 
 int main(int argc, char** argv) {
@@ -520,39 +600,41 @@ int main(int argc, char** argv) {
     }
     if (argc > 1 && strcmp(argv[1], "one") == 0) {   // for a profiler: one validated call of one choice
         if (argc != 9) {
-            fprintf(stderr, "usage: %s one fwd|dinp|dweight B IN OUT tf32(0|1) cfg splits\n", argv[0]);
+            fprintf(stderr, "usage: %s one fwd|dinp|dweight B IN OUT tf32(0|1|2) cfg|cublas splits\n", argv[0]);
             return EXIT_FAILURE;
         }
         int prod = -1;
         for (int j = 0; j < 3; j++) if (strcmp(argv[2], prod_names[j]) == 0) prod = j;
         const int tf32 = atoi(argv[6]);
-        matmul_fast_force_cfg = atoi(argv[7]);
+        const int cublas = strcmp(argv[7], "cublas") == 0;   // the yardstick of that precision instead
+        matmul_fast_force_cfg = cublas ? -1 : atoi(argv[7]);
         matmul_fast_force_splits = atoi(argv[8]);
-        if (prod < 0 || (tf32 != 0 && tf32 != 1) ||
-            matmul_fast_force_cfg < 0 || matmul_fast_force_cfg >= (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS)) {
+        if (prod < 0 || tf32 < 0 || tf32 > MF_TF32_EXACT || (!cublas && (matmul_fast_force_cfg < 0 ||
+            matmul_fast_force_cfg >= (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS)))) {
             fprintf(stderr, "one: bad product, tf32 flag or configuration index\n");
             return EXIT_FAILURE;
         }
+        const int v = cublas ? yardstick_of(version_of_tf32(tf32)) : version_of_tf32(tf32);
         Problem p = make_problem(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), prod);
         Bufs b; bufs_init(&b, p, 1);
-        int ok = validate_one(tf32 ? 6 : 5, &b, " (one)", 1);
-        for (int r = 0; r < 3; r++) run_version(tf32 ? 6 : 5, b.C, b.A, b.B, &b.p, b.scratch, 0);
+        int ok = validate_one(v, &b, " (one)", 1);
+        for (int r = 0; r < 3; r++) run_on_bufs(v, &b, b.C);
         cudaCheck(cudaDeviceSynchronize());
         bufs_free(&b);
         printf("%d passed, %d failed\n", ok, !ok);
         return ok ? EXIT_SUCCESS : EXIT_FAILURE;
     }
-    const int fast_only = argc > 1 && strcmp(argv[1], "fast") == 0;   // versions 5 and 6 (and cuBLAS)
+    const int fast_only = argc > 1 && strcmp(argv[1], "fast") == 0;   // versions 5, 6 and 7 (and cuBLAS)
     int only = argc > 1 && !fast_only ? atoi(argv[1]) : 0;
-    if (argc > 1 && !fast_only && (only < 1 || only > 6)) {
-        fprintf(stderr, "usage: %s [version 1..6 | fast | sweep | one ...] [csv path]\n", argv[0]);
+    if (argc > 1 && !fast_only && (only < 1 || only > 7)) {
+        fprintf(stderr, "usage: %s [version 1..7 | fast | sweep | one ...] [csv path]\n", argv[0]);
         return EXIT_FAILURE;
     }
     char buf[256];
     const char* path = csv_path(argc > 2 ? argv[2] : NULL, "matmul_forward", buf, sizeof(buf));
-    int versions[8], nv = 0;
-    for (int v = fast_only ? 5 : 1; v <= 6; v++) if (!only || only == v) versions[nv++] = v;
-    versions[nv++] = V_CUBLAS; versions[nv++] = V_CUBLAS_TF32;
+    int versions[NVERSIONS], nv = 0;
+    for (int v = fast_only ? 5 : 1; v <= 7; v++) if (!only || only == v) versions[nv++] = v;
+    versions[nv++] = V_CUBLAS; versions[nv++] = V_CUBLAS_TF32; versions[nv++] = V_CUBLAS_TF32V;
 
     int passed = 0, failed = 0;
     // 1. validate on odd shapes and the benchmark shapes
@@ -569,13 +651,14 @@ int main(int argc, char** argv) {
             bufs_free(&b);
         }
     printf("  odd shapes: %d passed, %d failed\n", passed, failed);
-    if (!only || only == 5) { int ok = validate_epilogues(0); passed += ok; failed += !ok; }
-    if (!only || only == 6) { int ok = validate_epilogues(1); passed += ok; failed += !ok; }
+    for (int tf32 = 0; tf32 <= MF_TF32_EXACT; tf32++)
+        if (!only || only == version_of_tf32(tf32)) { int ok = validate_epilogues(tf32); passed += ok; failed += !ok; }
+    if (!only || only >= 6) tf32_inputs_report();
 
     // 2. benchmark shapes: validate, time, validate again
     FILE* csv = fopenCheck(path, "w");
     fprintf(csv, "version,name,prod,B,IN,OUT,M,N,K,ms,tflops,pct_of_cublas\n");
-    float ms_all[NPROB][9];
+    float ms_all[NPROB][NVERSIONS];
     memset(ms_all, 0, sizeof(ms_all));
     printf("\nbenchmark (ms per call: median of %d x %d back-to-back launches; TFLOP/s = 2MNK / time)\n", REPS, INNER);
     for (int i = 0; i < NPROB; i++) {
@@ -591,7 +674,7 @@ int main(int argc, char** argv) {
         double flop = 2.0 * p.M * p.N * p.K;
         for (int vi = 0; vi < nv; vi++) {
             int v = versions[vi];
-            float base = ms_all[i][version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS];
+            float base = ms_all[i][yardstick_of(v)];
             fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.6f,%.3f,%.1f\n", v, version_name(v), prod_names[p.prod], p.Bsz,
                     p.IN, p.OUT, p.M, p.N, p.K, ms_all[i][v], flop / ms_all[i][v] * 1e-9, 100.0 * base / ms_all[i][v]);
         }
@@ -611,40 +694,45 @@ int main(int argc, char** argv) {
         printf("| %s | %d | %d->%d | %dx%dx%d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
         for (int vi = 0; vi < nv; vi++) {
             int v = versions[vi];
-            float base = ms_all[i][version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS];
+            float base = ms_all[i][yardstick_of(v)];
             if (v >= V_CUBLAS) printf(" %.4f ms %.1f TF |", ms_all[i][v], flop / ms_all[i][v] * 1e-9);
             else printf(" %.4f ms %.1f TF %.0f%% |", ms_all[i][v], flop / ms_all[i][v] * 1e-9, 100.0 * base / ms_all[i][v]);
         }
         printf("\n");
     }
     if (!only || only >= 5) {
-        printf("\nsummary: the shipped kernels vs cuBLAS (%% = cuBLAS time / ours; TF32 vs cuBLAS TF32)\n");
-        printf("| product | B | IN->OUT | cuBLAS FP32 ms | v5 FP32 ms | v5 %% | cuBLAS TF32 ms | v6 TF32 ms | v6 %% |\n");
-        printf("|---|---|---|---|---|---|---|---|---|\n");
+        printf("\nsummary: the shipped kernels vs cuBLAS (%% = cuBLAS time / ours; v6 vs cuBLAS TF32, v7 vs cuBLAS TF32"
+               " on the same TF32-valued inputs)\n");
+        printf("| product | B | IN->OUT | cuBLAS FP32 ms | v5 FP32 ms | v5 %% | cuBLAS TF32 ms | v6 TF32 ms | v6 %% |"
+               " cuBLAS TF32 values ms | v7 TF32 values ms | v7 %% |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < NPROB; i++) {
             Problem p = bench_problem(i);
-            float c32 = ms_all[i][V_CUBLAS], ct = ms_all[i][V_CUBLAS_TF32], v5 = ms_all[i][5], v6 = ms_all[i][6];
-            printf("| %s | %d | %d->%d | %.4f | %.4f | %.0f%% | %.4f | %.4f | %.0f%% |\n", prod_names[p.prod], p.Bsz, p.IN,
-                   p.OUT, c32, v5, v5 > 0 ? 100.0 * c32 / v5 : 0.0, ct, v6, v6 > 0 ? 100.0 * ct / v6 : 0.0);
+            float c32 = ms_all[i][V_CUBLAS], ct = ms_all[i][V_CUBLAS_TF32], cv = ms_all[i][V_CUBLAS_TF32V];
+            float v5 = ms_all[i][5], v6 = ms_all[i][6], v7 = ms_all[i][7];
+            printf("| %s | %d | %d->%d | %.4f | %.4f | %.0f%% | %.4f | %.4f | %.0f%% | %.4f | %.4f | %.0f%% |\n",
+                   prod_names[p.prod], p.Bsz, p.IN, p.OUT, c32, v5, v5 > 0 ? 100.0 * c32 / v5 : 0.0, ct, v6,
+                   v6 > 0 ? 100.0 * ct / v6 : 0.0, cv, v7, v7 > 0 ? 100.0 * cv / v7 : 0.0);
         }
     }
     if (!only || only >= 5) {
         // cuBLAS's time on these 10-25 us calls moves by up to 40% between runs (clocks, and which
         // kernel it picks), so the percentages above are one sample each. Here cuBLAS and ours are
         // timed alternately, 5 rounds, and the median of the 5 ratios is the figure.
-        printf("\npaired timing, batch-256 wide shapes: cuBLAS and v5 / v6 alternately, %d rounds, median of the "
+        printf("\npaired timing, batch-256 wide shapes: cuBLAS and v5 / v6 / v7 alternately, %d rounds, median of the "
                "ratios (cuBLAS time / ours)\n", PAIRED_ROUNDS);
-        printf("| product | B | IN->OUT | FP32 %% of cuBLAS (min..max) | TF32 %% of cuBLAS (min..max) |\n|---|---|---|---|---|\n");
+        printf("| product | B | IN->OUT | v5 FP32 %% of cuBLAS (min..max) | v6 TF32 %% of cuBLAS (min..max) |"
+               " v7 TF32 values %% of cuBLAS (min..max) |\n|---|---|---|---|---|---|\n");
         for (int i = 0; i < NPROB; i++) {
             if (!is_wide_problem(i)) continue;
             Problem p = bench_problem(i);
             Bufs b; bufs_init(&b, p, 1);
             printf("| %s | %d | %d->%d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT);
-            for (int tf32 = 0; tf32 < 2; tf32++) {
+            for (int v = 5; v <= 7; v++) {
+                if (only && only != v) continue;
                 float r[PAIRED_ROUNDS];
-                for (int k = 0; k < PAIRED_ROUNDS; k++)
-                    r[k] = time_version(tf32 ? V_CUBLAS_TF32 : V_CUBLAS, &b) / time_version(tf32 ? 6 : 5, &b);
-                int ok = validate_one(tf32 ? 6 : 5, &b, " (after paired timing)", 0);
+                for (int k = 0; k < PAIRED_ROUNDS; k++) r[k] = time_version(yardstick_of(v), &b) / time_version(v, &b);
+                int ok = validate_one(v, &b, " (after paired timing)", 0);
                 passed += ok; failed += !ok;
                 float lo = r[0], hi = r[0];
                 for (int k = 1; k < PAIRED_ROUNDS; k++) { lo = r[k] < lo ? r[k] : lo; hi = r[k] > hi ? r[k] : hi; }
