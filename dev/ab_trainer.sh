@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Trainer A/B: the epoch time of two builds of train_mlp, run alternately on the same GPU, so that
+# the machine's drift hits both alike. Prints one line per repetition and build: the median epoch
+# (epochs 2-5 of a 5-epoch run: the first one captures the CUDA graphs) of the wide model in TF32
+# and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one (784,128,10 sigmoid, batch 64).
+#   bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY (default ./train_mlp)] [REPS (default 3)]
+# e.g. build the old code in another checkout:  git worktree add /tmp/old main && make -C /tmp/old train
+#   bash dev/ab_trainer.sh /tmp/old/train_mlp
+# DATA: the dataset directory (default: .data/fashion-mnist, else Debian's Fashion-MNIST).
+set -uo pipefail
+if [ $# -lt 1 ] || [ ! -x "$1" ]; then
+    echo "usage: bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY] [REPS]  (OLD_BINARY must be an executable train_mlp)" >&2
+    exit 2
+fi
+OLD=$1
+NEW=${2:-./train_mlp}
+REPS=${3:-3}
+[ -x "$NEW" ] || { echo "error: $NEW is not an executable train_mlp ---> try: make train" >&2; exit 2; }
+DATA=${DATA:-.data/fashion-mnist}
+[ -e "$DATA" ] || DATA=/usr/share/datasets/fashion-mnist
+
+epoch_ms() {  # binary, flags... -> median epoch time in ms over epochs 2..5, or FAIL
+    "$@" -d "$DATA" -f 1 -n 5 -v 1000000 -o /tmp/ab_trainer.csv 2>&1 |
+        awk '/^epoch [0-9]+ done/ {n++; if (n > 1) print $5 * 1000}' | sort -n |
+        awk '{v[NR] = $1} END {if (NR == 0) print "FAIL"; else print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2}'
+}
+echo "# dev/ab_trainer.sh: old = $OLD, new = $NEW, data $DATA, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+for rep in $(seq 1 "$REPS"); do
+    for v in new old; do
+        b=$NEW
+        [ $v = old ] && b=$OLD
+        echo "rep $rep $v | wide tf32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256 -x 1) ms" \
+             "| wide fp32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256) ms | small $(epoch_ms "$b" -b 64) ms"
+    done
+done
