@@ -70,9 +70,12 @@ __device__ __forceinline__ float4 mf_round_tf32(float4 v) {
 // its optimizer keep the forward products' inputs so), which the kernels then take as they are: the
 // wgmma kernel without its rounding pass (dev/cuda/README.md, run 13d: that pass is a fifth of the
 // kernel's time), the mma.sync kernel without a cvt per fragment element (RND = false; run 15: 7-12%
-// faster). Rounding a TF32 value again changes nothing, so both give the same products on such
-// operands as MF_TF32_ROUND.
+// faster), for the layouts they are compiled for (mf_launch_kernel). Rounding a TF32 value again
+// changes nothing, so they give the same products on such operands as MF_TF32_ROUND.
 enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2 };
+#ifndef MF_EXACT_ALL_LAYOUTS
+#define MF_EXACT_ALL_LAYOUTS 0   // 1: mma.sync kernels without the rounding for every layout (see mf_launch_kernel)
+#endif
 
 // what happens to an output element after its sum is complete
 enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2, MF_EPI_SGD = 3 };
@@ -1186,18 +1189,23 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
 #define MF_FP32(BM, BN, BK, TM, TN, ST) \
     MF_LAUNCH((matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>), (BM / TM) * (BN / TN), \
               mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4))
+// The kernels without their rounding (RND = false) serve MF_TF32_EXACT where it is compiled: for the
+// forward layout, the only one the trainer passes it for, and for every layout of the mma.sync kernel
+// where MF_EXACT_ALL_LAYOUTS is 1 (dev/cuda's Makefile, for its version 7). Elsewhere MF_TF32_EXACT
+// names the rounding kernel (RND = !EXACT = true): rounding a TF32 value changes nothing, so the
+// products are the same, and the trainer's build compiles no kernel it never launches.
+    constexpr bool EXACT = A_KC && B_KC;
+    constexpr bool EXACT_MMA = EXACT || MF_EXACT_ALL_LAYOUTS;
 #define MF_TF32(BM, BN, BK, WM, WN, ST) do { \
     if (tf32 == MF_TF32_EXACT) \
-        MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, false>), (BM / WM) * (BN / WN) * 32, \
+        MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, !EXACT_MMA>), (BM / WM) * (BN / WN) * 32, \
                   mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8)); \
     else \
         MF_LAUNCH((matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, true>), (BM / WM) * (BN / WN) * 32, \
                   mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8)); } while (0)
-// (the kernel without its rounding pass only for MF_TF32_EXACT, which only the forward layout takes;
-// for the other layouts !(A_KC && B_KC) names the rounding kernel, so no unused kernel is compiled)
 #define MF_WG(WGS, NB, ST) do { \
-    if (A_KC && B_KC && tf32 == MF_TF32_EXACT) \
-        MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, !(A_KC && B_KC)>), 128 * WGS, \
+    if (tf32 == MF_TF32_EXACT) \
+        MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, !EXACT>), 128 * WGS, \
                   mf_wg_smem_floats(WGS, NB, ST, A_KC, B_KC)); \
     else \
         MF_LAUNCH((matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, true>), 128 * WGS, \

@@ -22,7 +22,8 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
      sm_90a), which only the sweep, `one` and the tuned table run: level with mma.sync once its tiles
      are rounded (README.md, run 13)
   7: the same kernels on inputs that are TF32 values already (MF_TF32_EXACT), as the trainer's -x 1
-     stores its operands: no rounding on the way in (the tensor cores take such values exactly)
+     stores its forward products' operands: no rounding on the way in (the tensor cores take such
+     values exactly); for all three products, which this Makefile's -DMF_EXACT_ALL_LAYOUTS=1 builds
   cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32), the latter
      also on the TF32-valued inputs of version 7 ("cuBLAS TF32 values", version 7's yardstick)
 
