@@ -33,6 +33,7 @@ Run:
   ./matmul_forward fast     the same for versions 5, 6 and 7 (and cuBLAS)
   ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
+  ./matmul_forward sweep CSV wide fp32   the same for version 5 only (FP32 A/B runs)
   ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu);
                             TF32 0 (v5), 1 (v6) or 2 (v7); CFG `cublas`: that version's cuBLAS yardstick
   CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
@@ -452,7 +453,8 @@ static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product
 // the batch-256 wide shapes (784->1024, 1024->1024): the issue's targets, and most of the wide step
 static int is_wide_problem(int i) { return i / 12 == 1 && (i / 3) % 4 >= 1 && (i / 3) % 4 <= 2; }
 
-static int sweep(const char* csv_file, int wide_only) {
+// max_tf32: the launcher tf32 arguments swept, 0 .. max_tf32 (0: version 5 only; MF_TF32_EXACT: 5, 6, 7)
+static int sweep(const char* csv_file, int wide_only, int max_tf32) {
     printf("\nsweep: every tile configuration (c) and K split (s) of versions 5, 6 and 7 (ms per call, median);"
            " * = the heuristic's pick\n");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
@@ -462,7 +464,7 @@ static int sweep(const char* csv_file, int wide_only) {
         for (int prod = 0; prod < 3; prod++) {
             Problem p = make_problem(odd[si][0], odd[si][1], odd[si][2], prod);
             Bufs b; bufs_init(&b, p, 1);
-            for (int tf32 = 0; tf32 <= MF_TF32_EXACT; tf32++)
+            for (int tf32 = 0; tf32 <= max_tf32; tf32++)
                 for (int c = 0; c < (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS); c++)
                     for (int sp = 1; sp <= 8; sp *= 2) {
                         matmul_fast_force_cfg = c;
@@ -494,7 +496,7 @@ static int sweep(const char* csv_file, int wide_only) {
                 fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,-1,1,%.6f,0\n", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N,
                         p.K, t, cms[t]);
         }
-        for (int tf32 = 0; tf32 <= MF_TF32_EXACT; tf32++) {
+        for (int tf32 = 0; tf32 <= max_tf32; tf32++) {
             const int v = version_of_tf32(tf32);
             MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
             int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
@@ -596,7 +598,9 @@ int main(int argc, char** argv) {
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         char sbuf[256];
         const int wide_only = argc > 3 && strcmp(argv[3], "wide") == 0;
-        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), wide_only);
+        const int fp32_only = argc > 4 && strcmp(argv[4], "fp32") == 0;   // version 5 only (an FP32 A/B in less time)
+        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), wide_only,
+                           fp32_only ? 0 : MF_TF32_EXACT);
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
     }
     if (argc > 1 && strcmp(argv[1], "one") == 0) {   // for a profiler: one validated call of one choice
