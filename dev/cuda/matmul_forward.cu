@@ -455,8 +455,8 @@ static int is_wide_problem(int i) { return i / 12 == 1 && (i / 3) % 4 >= 1 && (i
 
 // max_tf32: the launcher tf32 arguments swept, 0 .. max_tf32 (0: version 5 only; MF_TF32_EXACT: 5, 6, 7)
 static int sweep(const char* csv_file, int wide_only, int max_tf32) {
-    printf("\nsweep: every tile configuration (c) and K split (s) of versions 5, 6 and 7 (ms per call, median);"
-           " * = the heuristic's pick\n");
+    printf("\nsweep: every tile configuration (c) and K split (s) of version%s (ms per call, median; pick = the"
+           " heuristic's, %% of the best)\n", max_tf32 ? "s 5, 6 and 7" : " 5");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
     int failed = 0, passed = 0;
     const int odd[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {1, 1, 1}, {65, 130, 129}, {256, 1024, 10}};
@@ -486,12 +486,13 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
         if (wide_only && !is_wide_problem(i)) continue;
         Problem p = bench_problem(i);
         Bufs b; bufs_init(&b, p, 1);
+        float cms[3] = {0.0f, 0.0f, 0.0f};   // the cuBLAS yardstick of each tf32 argument, wide only
         printf("%-7s B=%-3d %4d->%-4d M %4d N %4d K %4d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
         if (wide_only) {   // the yardsticks in the same run, so the percentages compare like with like
             const float c32 = time_version(V_CUBLAS, &b), ct = time_version(V_CUBLAS_TF32, &b),
                         cv = time_version(V_CUBLAS_TF32V, &b);
             printf(" cuBLAS FP32 %.4f TF32 %.4f on TF32 values %.4f |", c32, ct, cv);
-            const float cms[3] = {c32, ct, cv};
+            cms[0] = c32; cms[1] = ct; cms[2] = cv;
             for (int t = 0; t < 3; t++)   // cfg -1: cuBLAS
                 fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,-1,1,%.6f,0\n", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N,
                         p.K, t, cms[t]);
@@ -525,8 +526,9 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
             matmul_fast_force_cfg = pick.cfg; matmul_fast_force_splits = pick.splits;
             float pms = time_version(v, &b);
             matmul_fast_force_cfg = -1; matmul_fast_force_splits = 0;
-            printf(" %s best c%d/s%d %.4f pick c%d/s%d %.4f (%.0f%%)", tf32 == 0 ? "FP32" : tf32 == 1 ? "TF32" : "TF32 values",
-                   bc, bs, best, pick.cfg, pick.splits, pms, 100.0 * best / pms);
+            printf(" %s best c%d/s%d %.4f", tf32 == 0 ? "FP32" : tf32 == 1 ? "TF32" : "TF32 values", bc, bs, best);
+            if (wide_only) printf(" = %.0f%% of cuBLAS", 100.0 * cms[tf32] / best);
+            printf(" pick c%d/s%d %.4f (%.0f%%)", pick.cfg, pick.splits, pms, 100.0 * best / pms);
             tuned[i][tf32][0] = bc; tuned[i][tf32][1] = bs;
         }
         printf("\n");
@@ -538,7 +540,7 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
     for (int c = 0; c < MF_NUM_FP32_CFGS; c++) printf(" c%d %s;", c, mf_fp32_cfgs[c].name);
     printf("\nconfigs TF32:");
     for (int c = 0; c < MF_NUM_TF32_CFGS; c++) printf(" c%d %s;", c, mf_tf32_cfgs[c].name);
-    printf("\ntuned table from this sweep, TF32 (kernels/matmul_fast.cuh mf_tuned: a_kc, b_kc, M, N, K, tf32, cfg, "
+    if (max_tf32) printf("\ntuned table from this sweep, TF32 (kernels/matmul_fast.cuh mf_tuned: a_kc, b_kc, M, N, K, tf32, cfg, "
            "splits; the FP32 picks are left to the cost model, see there):\n");
     for (int tf32 = MF_TF32_EXACT; tf32 >= MF_TF32_ROUND; tf32--)
         for (int i = 0; i < NPROB; i++) {
@@ -599,6 +601,10 @@ int main(int argc, char** argv) {
         char sbuf[256];
         const int wide_only = argc > 3 && strcmp(argv[3], "wide") == 0;
         const int fp32_only = argc > 4 && strcmp(argv[4], "fp32") == 0;   // version 5 only (an FP32 A/B in less time)
+        if (argc > 5 || (argc > 4 && (!wide_only || !fp32_only))) {
+            fprintf(stderr, "usage: %s sweep [CSV] [wide [fp32]]\n", argv[0]);
+            return EXIT_FAILURE;
+        }
         int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), wide_only,
                            fp32_only ? 0 : MF_TF32_EXACT);
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
