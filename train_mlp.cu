@@ -211,9 +211,11 @@ static void model_forward(Model *m, int bs, int layers, cudaStream_t stream) {
         int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
         if (m->fast && m->tf32) {
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
-                                MF_TF32_EXACT, l < m->L - 1, stream);
+                                MF_TF32_EXACT, l < m->L - 1, NULL, stream);
         } else if (m->fast) {
-            matmul_forward_fast(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, act, 0, 0, stream);
+            // (no fixup workspace: K splits through clusters. A workspace made the wide FP32 epoch slower,
+            // 28.1 -> 29.4 ms, though the products alone got faster: dev/cuda/README.md, run 17)
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, act, 0, 0, NULL, stream);
         } else {
             matmul_forward(m->acts[l + 1], m->acts[l], W, b, bs, IN, OUT, stream);
             if (act != ACT_NONE) activation_forward(m->acts[l + 1], (size_t)bs * OUT, act, stream);
@@ -280,7 +282,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                                          m->side);
             if (l < m->L - 1 || !model_head_fused(m))  // (the fused head has computed the last layer's dinp)
                 matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT,
-                                          m->tf32, stream);
+                                          m->tf32, NULL, stream);
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
             sgd_update(m->params + w, m->grads + w, m->mbuf + w, m->params_tf32 ? m->params_tf32 + w : NULL,

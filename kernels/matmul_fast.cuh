@@ -34,10 +34,15 @@ How it works (dev/cuda/matmul_forward.cu has the progression from the naive kern
   are TF32 values already (MF_TF32_EXACT): there it skips the rounding.
 - The tile size and the K split are chosen per shape (mf_plan) so the grid fills the GPU's
   multiprocessors. Where the output is small, K is split: on sm_90 the K slices of a tile run as one
-  thread-block cluster and add their partial tiles through distributed shared memory, always in the
-  order 0, 1, .., S-1. Whether clusters are used is decided from what was compiled (the kernels'
-  PTX version), not from the GPU alone. (Without clusters, dweight alone splits K, through partial
-  buffers in `scratch` and a reduce kernel.) No atomics anywhere: results are bitwise reproducible.
+  thread-block cluster and add their partial tiles through distributed shared memory. FP32 forward and
+  dinp products given a fixup workspace (MfSplitK; built with MF_FIXUP_KERNELS, dev/cuda's MF_FIXUP=1,
+  not the trainer: run 17 in dev/cuda/README.md) write their partial tiles there instead, where the
+  grid has a block per SM, and the last block of each tile to finish adds them up. Either way in the
+  order 0, 1, .., S-1.
+  Whether clusters are used is decided from what was compiled (the kernels' PTX version), not from
+  the GPU alone. (dweight splits K through partial buffers in `scratch` and a reduce kernel where
+  there are no clusters.) The only atomic is the fixup's count of finished blocks per tile, which says
+  who adds up, not in what order: results are bitwise reproducible.
 - Any sizes work (B = 1, widths like 37): tails are bounds-checked, out-of-range inputs read as 0.
 - The launchers only enqueue kernels (no allocation, no synchronisation), so they can be captured
   into a CUDA graph. Every launch is checked with cudaCheck(cudaGetLastError()).
@@ -76,6 +81,9 @@ enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2 };
 #ifndef MF_EXACT_ALL_LAYOUTS
 #define MF_EXACT_ALL_LAYOUTS 0   // 1: mma.sync kernels without the rounding for every layout (see mf_launch_kernel)
 #endif
+#ifndef MF_FIXUP_KERNELS
+#define MF_FIXUP_KERNELS 0   // 1: the FP32 kernels of MF_SPLIT_FIXUP (dev/cuda's Makefile; the trainer uses none)
+#endif
 
 // what happens to an output element after its sum is complete
 enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2, MF_EPI_SGD = 3 };
@@ -97,6 +105,26 @@ typedef struct {
     MatmulFastSgd sgd;   // for MF_EPI_SGD
     int round_out;       // MF_EPI_FORWARD: store the output rounded to TF32 (the next MF_TF32_EXACT product's input)
 } MatmulFastEpi;
+
+// How the K slices of a split product (gridDim.z > 1) are added up (the kernels' `split` argument):
+//   MF_SPLIT_RAW: each slice z writes its partial sums raw to C + z * M * N (scratch; a reduce kernel adds them)
+//   MF_SPLIT_CLUSTER: the slices of a tile are one thread-block cluster and add up in distributed shared memory
+//   MF_SPLIT_FIXUP (the FP32 kernel for forward and dinp only): each slice writes its partial tile to
+//       MfSplitK::part; the last block of the tile to finish (a counter per tile) adds the S partials in
+//       the order 0 .. S-1 and stores the result. A workspace in global memory instead of a cluster: the blocks are scheduled like any
+//       others, over all the SMs. Clusters of 4 left SMs without work (ncu: sm__cycles_active.min 0 on
+//       an H200); alone, the dinp product 1024 -> 1024 at batch 256 takes 0.0246 ms this way against
+//       0.0263 through clusters, but the trainer's wide FP32 epoch got slower (dev/cuda/README.md, run 17),
+//       so the trainer passes no workspace.
+enum { MF_SPLIT_RAW = 0, MF_SPLIT_CLUSTER = 1, MF_SPLIT_FIXUP = 2 };
+// the workspace of MF_SPLIT_FIXUP (matmul_fast_fixup_alloc). Kernels that use one workspace must run one
+// after another (one stream): the counters are shared.
+typedef struct {
+    float* part;          // partial tiles: S * (tiles of the grid) * BM * BN floats
+    unsigned* count;      // one counter per output tile, 0 between launches (the last block resets it)
+    size_t part_floats;   // the sizes of part and count; a product that needs more splits K through
+    size_t tiles;         // clusters instead (or not at all)
+} MfSplitK;
 
 // The epilogue of output (m, n) in two halves: mf_epi_load reads what it needs from memory (the bias,
 // the activation output, the weight and its momentum), mf_epi_apply computes the value to store (and
@@ -357,8 +385,12 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
     constexpr int STAGE = TA::FLOATS + TB::FLOATS;
     typename TA::Chunks ca;
     typename TB::Chunks cb;
-    if constexpr (TA::PRE) { if (vec) TA::chunks(ca, M, lda, m0, kbeg, tid); }
-    if constexpr (TB::PRE) { if (vec) TB::chunks(cb, N, ldb, n0, kbeg, tid); }
+    // Worked out with or without vec (only load_vec uses them): computed under `if (vec)`, nvcc 13.0
+    // reused their shared-memory offsets in load()'s copies of an odd shape too, where they were never
+    // set (SASS of the 128x64 t8x4 dinp kernel; compute-sanitizer racecheck: every thread of a row
+    // copying to one address; dev/cuda/README.md, run 17).
+    if constexpr (TA::PRE) TA::chunks(ca, M, lda, m0, kbeg, tid);
+    if constexpr (TB::PRE) TB::chunks(cb, N, ldb, n0, kbeg, tid);
     const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
     auto load_tile = [&](int t) {   // tile t into stage t % ST
         const int s = t % ST;
@@ -383,16 +415,19 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
 // ----------------------------------------------------------------------------
 // FP32 kernel: block tile BM x BN, K in steps of BK through ST stages, each thread a TM x TN register
 // block. A_KC: A is (M, K) row-major, else (K, M). B_KC: B is (N, K) row-major, else (K, N).
-// C is (M, N); blockIdx.z is the K split, which writes C + z * M * N (raw) when gridDim.z > 1 and
-// not a cluster.
+// C is (M, N); blockIdx.z is the K slice, added up as `split` says (MF_SPLIT_*: with MF_SPLIT_RAW it
+// writes C + z * M * N).
 // A thread's rows: from a k-contiguous A, ty + i * (BM/TM) (a quarter-warp reads 8 different rows,
 // whose padded starts fall in 8 different bank groups); from a row-contiguous A, float4 groups
 // ty*4 + {0..3} + g * (BM*4/TM) (a warp reads neighbouring float4s). Columns likewise with tx.
 
-template<int BM, int BN, int BK, int TM, int TN, int ST, bool A_KC, bool B_KC>
+// FIXUP: the kernel for split == MF_SPLIT_FIXUP (a template argument, not only the run-time one: compiled
+// into every kernel, that path raised the others' registers, 80 -> 101 in the 32x64 tiles, and made the
+// cluster split 10% slower; run 17).
+template<int BM, int BN, int BK, int TM, int TN, int ST, bool A_KC, bool B_KC, bool FIXUP>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
-                        int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
+                        int M, int N, int K, int kchunk, int vec, int split, MatmulFastEpi epi, MfSplitK sk) {
     constexpr int NT = (BM / TM) * (BN / TN);
     typedef MfTile<BM, BK, NT, A_KC, 4> TA;
     typedef MfTile<BN, BK, NT, B_KC, 4> TB;
@@ -460,7 +495,7 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     // the tile coordinates of acc[i][j]
     #define MF_ROW(i) (A_KC ? ty + (i) * (BM / TM) : ((i) / 4) * RM + ty * 4 + ((i) % 4))
     #define MF_COL(j) (B_KC ? tx + (j) * (BN / TN) : ((j) / 4) * RN + tx * 4 + ((j) % 4))
-    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+    if (!FIXUP && split == MF_SPLIT_CLUSTER) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int i = 0; i < TM; i++)
             #pragma unroll
@@ -468,9 +503,65 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
         mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
         return;
     }
+    if constexpr (FIXUP) {   // gridDim.z blocks share this tile: the last one to finish adds up
+        // Every block of the tile keeps the same outputs in the same threads, so each thread writes its
+        // partial sums in its own order (its e-th at e * NT + tid: coalesced), and in the last block each
+        // thread reads back exactly the outputs it holds, all of a slice's loads in flight together.
+        const int S = (int)gridDim.z;
+        const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+        float* part = sk.part + (size_t)tile * S * (TM * TN * NT);
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++) __stcg(&part[((size_t)blockIdx.z * TM * TN + i * TN + j) * NT + tid], acc[i][j]);
+        int& is_last = *reinterpret_cast<int*>(smem);   // the stages are free now (mf_mainloop's last barrier)
+        __threadfence();   // this block's partial tile is visible GPU-wide before its count
+        __syncthreads();
+        if (tid == 0) is_last = atomicAdd(&sk.count[tile], 1u) == (unsigned)S - 1;
+        __syncthreads();
+        if (!is_last) return;
+        __threadfence();   // the other blocks' partial tiles are read after their counts
+        float sum[TM][TN];
+        #pragma unroll
+        for (int i = 0; i < TM; i++)
+            #pragma unroll
+            for (int j = 0; j < TN; j++) sum[i][j] = 0.0f;
+        for (int z = 0; z < S; z++) {   // in the order 0 .. S-1, like the cluster reduction: the same bits
+            const float* pz = part + (size_t)z * TM * TN * NT;
+            #pragma unroll
+            for (int i = 0; i < TM; i++)
+                #pragma unroll
+                for (int j = 0; j < TN; j++)
+                    sum[i][j] += z == (int)blockIdx.z ? acc[i][j] : __ldcg(&pz[(i * TN + j) * NT + tid]);
+        }
+        if (tid == 0) sk.count[tile] = 0;   // every block of the tile has counted: ready for the next launch
+        // The epilogue here, its loads up to 16 at a time in flight (the stores below then take the values
+        // as they are): output by output through mf_epilogue, each waiting for its own load, the wide FP32
+        // step's forward and dinp products came out 3-6% slower than through clusters (ncu, run 17).
+        constexpr int R = TN >= 16 ? 1 : 16 / TN;   // rows per round
+        static_assert(TM % R == 0, "whole rounds of rows");
+        #pragma unroll
+        for (int i0 = 0; i0 < TM; i0 += R) {
+            MfEpiIn in[R][TN];
+            #pragma unroll
+            for (int i = 0; i < R; i++)
+                #pragma unroll
+                for (int j = 0; j < TN; j++) {
+                    const int m = m0 + MF_ROW(i0 + i), n = n0 + MF_COL(j);
+                    in[i][j] = m < M && n < N ? mf_epi_load(m, n, N, epi) : MfEpiIn{0.0f, 0.0f};
+                }
+            #pragma unroll
+            for (int i = 0; i < R; i++)
+                #pragma unroll
+                for (int j = 0; j < TN; j++) {
+                    const int m = m0 + MF_ROW(i0 + i), n = n0 + MF_COL(j);
+                    if (m < M && n < N) acc[i0 + i][j] = mf_epi_apply(sum[i0 + i][j], in[i][j], m, n, N, epi);
+                }
+        }
+    }
 
-    float* Cz = C + (size_t)blockIdx.z * M * N;
-    const bool id = mf_epi_identity(epi);   // the sums as they are: no mf_epilogue call per output
+    float* Cz = FIXUP ? C : C + (size_t)blockIdx.z * M * N;   // (else MF_SPLIT_RAW, or no split: z = 0)
+    const bool id = FIXUP || mf_epi_identity(epi);   // the sums as they are: no mf_epilogue call per output
     #pragma unroll
     for (int i = 0; i < TM; i++) {
         const int m = m0 + MF_ROW(i);
@@ -551,7 +642,7 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
 template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, bool RND>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
-                        int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
+                        int M, int N, int K, int kchunk, int vec, int split, MatmulFastEpi epi, MfSplitK sk) {
     constexpr int NT = (BM / WM) * (BN / WN) * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
     typedef MfTile<BM, BK, NT, A_KC, 8> TA;
@@ -627,7 +718,7 @@ matmul_fast_tf32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     #undef MF_SA
     #undef MF_SB
 
-    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+    if (split == MF_SPLIT_CLUSTER) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int i = 0; i < MI; i++)
             #pragma unroll
@@ -813,7 +904,7 @@ __device__ __forceinline__ void mf_wg_transpose(char* km, const float* S, int ti
 template<int WGS, int NB, int ST, bool A_KC, bool B_KC, bool RND>
 __global__ void __launch_bounds__(128 * WGS)
 matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
-                         int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi) {
+                         int M, int N, int K, int kchunk, int vec, int split, MatmulFastEpi epi, MfSplitK sk) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     constexpr int BM = 64 * WGS, BN = 64 * NB, BK = 32, NT = 128 * WGS;
     typedef MfTile<BM, BK, NT, false, 4> SA;   // the staging tiles of d-contiguous operands
@@ -906,7 +997,7 @@ matmul_fast_wgmma_kernel(float* __restrict__ C, const float* __restrict__ A, con
     __syncthreads();   // the shared memory may be reused (cluster reduction)
 
     float* red = reinterpret_cast<float*>(gbase);
-    if (cluster) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
+    if (split == MF_SPLIT_CLUSTER) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
         #pragma unroll
         for (int nb = 0; nb < NB; nb++)
             #pragma unroll
@@ -1028,7 +1119,8 @@ static int matmul_fast_force_splits = 0;   // dev only: 0 = choose by shape
 
 // splits > 1: K is cut in splits chunks of kchunk; cluster = 1: the splits of a tile form a thread-block
 // cluster and reduce in distributed shared memory (sm_90); cluster = 0: each split writes a partial
-// buffer in scratch and matmul_fast_splitk_reduce_kernel adds them (only dweight has a scratch)
+// buffer in scratch and matmul_fast_splitk_reduce_kernel adds them (only dweight has a scratch).
+// mf_matmul may instead add them through a fixup workspace (MF_SPLIT_FIXUP), where it has one.
 typedef struct { int cfg; int splits; int kchunk; int cluster; } MatmulFastPlan;
 
 static int mf_num_sms(void) {
@@ -1156,14 +1248,14 @@ static MatmulFastPlan mf_plan(int M, int N, int K, int a_kc, int b_kc, int tf32,
 
 template<bool A_KC, bool B_KC>
 static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float* A, const float* B,
-                             int M, int N, int K, int kchunk, int vec, int cluster, MatmulFastEpi epi, int pdl,
-                             cudaStream_t s) {
+                             int M, int N, int K, int kchunk, int vec, int split, MatmulFastEpi epi, MfSplitK sk,
+                             int pdl, cudaStream_t s) {
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr[2];
     lc.gridDim = grid;
     lc.stream = s;
     lc.attrs = attr;
-    if (cluster) {
+    if (split == MF_SPLIT_CLUSTER) {
         attr[lc.numAttrs].id = cudaLaunchAttributeClusterDimension;
         attr[lc.numAttrs].val.clusterDim.x = 1;
         attr[lc.numAttrs].val.clusterDim.y = 1;
@@ -1185,16 +1277,24 @@ static void mf_launch_kernel(int tf32, int cfg, dim3 grid, float* C, const float
         cudaCheck(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lc.dynamicSmemBytes)); \
         allowed = true; \
     } \
-    cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, C, A, B, M, N, K, kchunk, vec, cluster, epi)); } while (0)
-#define MF_FP32(BM, BN, BK, TM, TN, ST) \
-    MF_LAUNCH((matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>), (BM / TM) * (BN / TN), \
-              mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4))
+    cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, C, A, B, M, N, K, kchunk, vec, split, epi, sk)); } while (0)
+// (MF_SPLIT_FIXUP only for A_KC, forward and dinp, where MF_FIXUP_KERNELS compiles it: mf_matmul gives it
+// nothing else, and no other such kernel is compiled. Compiled into the trainer, which uses none, those 24
+// kernels took its binary from 10 to 16 MB.)
+#define MF_FP32(BM, BN, BK, TM, TN, ST) do { \
+    if (FIX && split == MF_SPLIT_FIXUP) \
+        MF_LAUNCH((matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC, FIX>), (BM / TM) * (BN / TN), \
+                  mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4)); \
+    else \
+        MF_LAUNCH((matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC, false>), (BM / TM) * (BN / TN), \
+                  mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4)); } while (0)
 // The kernels without their rounding (RND = false) serve MF_TF32_EXACT where it is compiled: for the
 // forward layout, the only one the trainer passes it for, and for every layout of the mma.sync kernel
 // where MF_EXACT_ALL_LAYOUTS is 1 (dev/cuda's Makefile, for its version 7). Elsewhere MF_TF32_EXACT
 // names the rounding kernel (RND = !EXACT = true): rounding a TF32 value changes nothing, so the
 // products are the same, and the trainer's build compiles no kernel it never launches.
     constexpr bool EXACT = A_KC && B_KC;
+    constexpr bool FIX = A_KC && MF_FIXUP_KERNELS;   // MF_SPLIT_FIXUP kernels compiled for this layout
     constexpr bool EXACT_MMA = EXACT || MF_EXACT_ALL_LAYOUTS;
 #define MF_TF32(BM, BN, BK, WM, WN, ST) do { \
     if (tf32 == MF_TF32_EXACT) \
@@ -1260,23 +1360,45 @@ static inline bool mf_aligned16(const void* p) { return ((uintptr_t)p & 15) == 0
 
 // C(M, N) = epilogue(A . B) in the layout given by A_KC / B_KC (see the top of the file).
 // scratch holds splits * M * N floats when the plan splits K (only if allow_split).
+// the grid of plan p, and whether its K split fits in fixup workspace ws (FP32 products only)
+static dim3 mf_grid(const MatmulFastPlan& p, int M, int N, int tf32) {
+    const MatmulFastCfg* c = (tf32 ? mf_tf32_cfgs : mf_fp32_cfgs) + p.cfg;
+    return dim3(mf_ceil_div(N, c->bn), mf_ceil_div(M, c->bm), p.splits);
+}
+static int mf_fixup_fits(const MfSplitK* ws, const MatmulFastPlan& p, int M, int N, int tf32) {
+    if (ws == NULL || ws->part == NULL || tf32 || p.splits <= 1) return 0;
+    const dim3 g = mf_grid(p, M, N, tf32);
+    const size_t tiles = (size_t)g.x * g.y;
+    return tiles <= ws->tiles && tiles * g.z * mf_fp32_cfgs[p.cfg].bm * mf_fp32_cfgs[p.cfg].bn <= ws->part_floats;
+}
+
 template<bool A_KC, bool B_KC>
 // pdl: launch with programmatic dependent launch (kernels/common.cuh); the caller guarantees that the
 // previous operation in the stream is a kernel launch, not a wait on another stream.
+// ws: NULL, or a fixup workspace for the FP32 K splits (MfSplitK), used instead of clusters where it fits.
 static void mf_matmul(float* C, const float* A, const float* B, int M, int N, int K, MatmulFastEpi epi,
-                      float* scratch, int allow_split, int tf32, int pdl, cudaStream_t s) {
+                      float* scratch, int allow_split, const MfSplitK* ws, int tf32, int pdl, cudaStream_t s) {
     if (M <= 0 || N <= 0) return;
-    MatmulFastPlan p = mf_plan(M, N, K, A_KC, B_KC, tf32, allow_split && scratch != NULL);
-    const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
+    const int have_scratch = allow_split && scratch != NULL;
+    MatmulFastPlan p = mf_plan(M, N, K, A_KC, B_KC, tf32, have_scratch || (ws != NULL && ws->part != NULL && !tf32));
+    int split = MF_SPLIT_RAW;
+    // the workspace where clusters would leave SMs idle: a grid of at least one block per SM (below that,
+    // e.g. the small model's 8-way forward split, the cluster's reduction in shared memory is quicker)
+    const dim3 g = mf_grid(p, M, N, tf32);
+    const bool big = (size_t)g.x * g.y * g.z >= (size_t)mf_num_sms();
+    if (A_KC && MF_FIXUP_KERNELS && mf_fixup_fits(ws, p, M, N, tf32) && (big || !p.cluster)) split = MF_SPLIT_FIXUP;
+    else if (p.splits > 1 && p.cluster) split = MF_SPLIT_CLUSTER;
+    else if (p.splits > 1 && !have_scratch) p = mf_plan(M, N, K, A_KC, B_KC, tf32, 0);   // ws too small, no clusters
     const bool vec = (K % 4 == 0) && (M % 4 == 0) && (N % 4 == 0) && mf_aligned16(A) && mf_aligned16(B)
                      && mf_aligned16(C) && (epi.aux == NULL || mf_aligned16(epi.aux))
                      && (scratch == NULL || mf_aligned16(scratch));
-    dim3 grid(mf_ceil_div(N, cfgs[p.cfg].bn), mf_ceil_div(M, cfgs[p.cfg].bm), p.splits);
-    const int via_scratch = p.splits > 1 && !p.cluster;
+    const dim3 grid = mf_grid(p, M, N, tf32);
+    const MfSplitK sk = split == MF_SPLIT_FIXUP ? *ws : MfSplitK{NULL, NULL, 0, 0};
+    const int via_scratch = p.splits > 1 && split == MF_SPLIT_RAW;
     float* out = via_scratch ? scratch : C;
     MatmulFastEpi e = epi;
     if (via_scratch) e.kind = MF_EPI_RAW;
-    mf_launch_kernel<A_KC, B_KC>(tf32, p.cfg, grid, out, A, B, M, N, K, p.kchunk, vec ? 1 : 0, p.cluster, e, pdl, s);
+    mf_launch_kernel<A_KC, B_KC>(tf32, p.cfg, grid, out, A, B, M, N, K, p.kchunk, vec ? 1 : 0, split, e, sk, pdl, s);
     if (via_scratch) {
         const size_t MN = (size_t)M * N;
         const int threads = 256;
@@ -1299,22 +1421,44 @@ static void mf_matmul(float* C, const float* A, const float* B, int M, int N, in
 // TF32 values; round_out: out is stored rounded to TF32 (the next layer's MF_TF32_EXACT input). Launched with PDL (kernels/common.cuh): enqueue it right after
 // the kernel that writes inp, as the trainer's forward pass does. The backward launchers below
 // launch plainly: the trainer records events between them (kernels/common.cuh says why that matters).
+// ws: NULL or a fixup workspace (MfSplitK) that only this stream's products use.
 static void matmul_forward_fast(float* out, const float* inp, const float* weight, const float* bias,
-                                int B, int IN, int OUT, int act, int tf32, int round_out, cudaStream_t stream) {
+                                int B, int IN, int OUT, int act, int tf32, int round_out, const MfSplitK* ws,
+                                cudaStream_t stream) {
     MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out};
-    mf_matmul<true, true>(out, inp, weight, B, OUT, IN, epi, NULL, 0, tf32, 1, stream);
+    mf_matmul<true, true>(out, inp, weight, B, OUT, IN, epi, NULL, 0, ws, tf32, 1, stream);
 }
 
 // dinp = (dout . weight) * act'(inp_act); dout is (B, OUT), weight is (OUT, IN), inp_act and dinp
-// are (B, IN); inp_act (the activation output of the layer below) may be NULL only when act == 3
+// are (B, IN); inp_act (the activation output of the layer below) may be NULL only when act == 3;
+// ws as for matmul_forward_fast
 static void matmul_backward_dinp_fast(float* dinp, const float* dout, const float* weight, const float* inp_act,
-                                      int act, int B, int IN, int OUT, int tf32, cudaStream_t stream) {
+                                      int act, int B, int IN, int OUT, int tf32, const MfSplitK* ws,
+                                      cudaStream_t stream) {
     if (inp_act == NULL && act != 3) {
         fprintf(stderr, "matmul_backward_dinp_fast: inp_act is NULL but act is %d (only 3 = none allows it)\n", act);
         exit(EXIT_FAILURE);
     }
     MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}};
-    mf_matmul<true, false>(dinp, dout, weight, B, IN, OUT, epi, NULL, 0, tf32, 0, stream);
+    mf_matmul<true, false>(dinp, dout, weight, B, IN, OUT, epi, NULL, 0, ws, tf32, 0, stream);
+}
+
+// a fixup workspace of `floats` floats of partial tiles and `tiles` counters (tiles 0: none, all NULL);
+// matmul_fast_fixup_free gives it back
+static MfSplitK matmul_fast_fixup_alloc(size_t floats, size_t tiles) {
+    MfSplitK ws = {NULL, NULL, 0, 0};
+    if (tiles == 0) return ws;
+    ws.part = (float*)cudaMallocCheck(floats * sizeof(float), "the split-K partial tiles");
+    ws.count = (unsigned*)cudaMallocCheck(tiles * sizeof(unsigned), "the split-K tile counters");
+    cudaCheck(cudaMemset(ws.count, 0, tiles * sizeof(unsigned)));   // then kept 0 by the kernels
+    ws.part_floats = floats;
+    ws.tiles = tiles;
+    return ws;
+}
+static void matmul_fast_fixup_free(MfSplitK* ws) {
+    cudaCheck(cudaFree(ws->part));
+    cudaCheck(cudaFree(ws->count));
+    *ws = MfSplitK{NULL, NULL, 0, 0};
 }
 
 // floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT); 0 means none
@@ -1339,5 +1483,5 @@ static void matmul_backward_dweight_fast(float* dweight, const float* dout, cons
                                          cudaStream_t stream) {
     MatmulFastEpi epi = {MF_EPI_RAW, 3, NULL, NULL, {}};
     if (sgd) { epi.kind = MF_EPI_SGD; epi.sgd = *sgd; }
-    mf_matmul<false, false>(dweight, dout, inp, OUT, IN, B, epi, scratch, 1, tf32, 0, stream);
+    mf_matmul<false, false>(dweight, dout, inp, OUT, IN, B, epi, scratch, 1, NULL, tf32, 0, stream);
 }

@@ -101,10 +101,10 @@ int main(int argc, char** argv) {
         // GPU: kernel alone, median of 21 after warm-up
         float t[21];
         const float one = 1.0f, zero = 0.0f;
-        for (int r = 0; r < 3; r++) matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, 0);
+        for (int r = 0; r < 3; r++) matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, NULL, 0);
         for (int r = 0; r < 21; r++) {
             cudaCheck(cudaEventRecord(e0));
-            matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, 0);
+            matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, NULL, 0);
             cudaCheck(cudaEventRecord(e1)); cudaCheck(cudaEventSynchronize(e1));
             cudaCheck(cudaEventElapsedTime(&t[r], e0, e1));
         }
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
             cudaCheck(cudaEventRecord(e0));
             cudaCheck(cudaMemcpyAsync(dA, A, n * 4, cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpyAsync(dB, B, n * 4, cudaMemcpyHostToDevice));
-            matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, 0);
+            matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, NULL, 0);
             cudaCheck(cudaMemcpyAsync(C, dC, n * 4, cudaMemcpyDeviceToHost));
             cudaCheck(cudaEventRecord(e1)); cudaCheck(cudaEventSynchronize(e1));
             if (r > 0) cudaCheck(cudaEventElapsedTime(&t[r - 1], e0, e1));

@@ -16,7 +16,9 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
   5: kernels/matmul_fast.cuh in FP32: float4 loads, double-buffered shared memory, 8x8 or 4x4
      register blocks, tile size picked per shape to fill the SMs, and split-K where the output is
      small: the K slices of a tile run as one thread-block cluster and add up their partial tiles
-     through distributed shared memory in a fixed order (deterministic, no scratch, no atomics)
+     through distributed shared memory in a fixed order (deterministic, no scratch), as in the trainer;
+     with MF_FIXUP=1 in the environment the FP32 forward and dinp products write their partial tiles
+     to a workspace instead, and the last block of each tile adds them up (run 17)
   6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna;
      its configurations 11-14 are the wgmma kernel (sm_90a: this Makefile builds GPU_ARCH=90 as
      sm_90a), which only the sweep, `one` and the tuned table run: level with mma.sync once its tiles
@@ -34,6 +36,7 @@ Run:
   ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
   ./matmul_forward sweep CSV wide fp32   the same for version 5 only (FP32 A/B runs)
+  MF_FIXUP=1 ./matmul_forward ...   FP32 K splits of forward and dinp through the fixup workspace
   ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu);
                             TF32 0 (v5), 1 (v6) or 2 (v7); CFG `cublas`: that version's cuBLAS yardstick
   CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
@@ -205,6 +208,7 @@ static int yardstick_of(int v) {
     return version_on_values(v) ? V_CUBLAS_TF32V : version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS;
 }
 static cublasHandle_t cublas_handle;
+static MfSplitK fixup_ws = {NULL, NULL, 0, 0};   // versions 5-7's K-split workspace (see main)
 
 void run_version(int v, float* C, const float* A, const float* B, const Problem* p, float* scratch, cudaStream_t s) {
     const int M = p->M, N = p->N, K = p->K;
@@ -221,8 +225,9 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
                   matmul_kernel4<<<grid, 256, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
         case 5: case 6: case 7: {
             const int tf32 = v == 5 ? 0 : v == 6 ? MF_TF32_ROUND : MF_TF32_EXACT;
-            if (p->prod == PROD_FWD) matmul_forward_fast(C, A, B, NULL, p->Bsz, p->IN, p->OUT, 3, tf32, 0, s);
-            else if (p->prod == PROD_DINP) matmul_backward_dinp_fast(C, A, B, NULL, 3, p->Bsz, p->IN, p->OUT, tf32, s);
+            if (p->prod == PROD_FWD) matmul_forward_fast(C, A, B, NULL, p->Bsz, p->IN, p->OUT, 3, tf32, 0, &fixup_ws, s);
+            else if (p->prod == PROD_DINP)
+                matmul_backward_dinp_fast(C, A, B, NULL, 3, p->Bsz, p->IN, p->OUT, tf32, &fixup_ws, s);
             else matmul_backward_dweight_fast(C, A, B, p->Bsz, p->IN, p->OUT, scratch, tf32, NULL, s);
             return;   // the launchers check their own launches
         }
@@ -347,8 +352,9 @@ static int validate_epilogues(int tf32) {
     const int v = version_of_tf32(tf32);
     const double tol = tol_of(v);
     int failed = 0;
-    const int shapes[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {64, 784, 128}};
-    for (int si = 0; si < 4; si++) {
+    // (the last one splits K through the fixup workspace under MF_FIXUP=1: a grid of a block per SM or more)
+    const int shapes[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {64, 784, 128}, {256, 1024, 1024}};
+    for (int si = 0; si < 5; si++) {
         int Bsz = shapes[si][0], IN = shapes[si][1], OUT = shapes[si][2];
         for (int act = 0; act < 4; act++) {
             // forward: out = act(inp . W^T + bias)
@@ -365,7 +371,7 @@ static int validate_epilogues(int tf32) {
                 ref[i] = act == 0 ? 1.0 / (1.0 + exp(-x)) : act == 1 ? (x > 0 ? x : 0) : act == 2 ? tanh(x) : x;
             }
             cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
-            matmul_forward_fast(b.C, A, Bm, dbias, Bsz, IN, OUT, act, tf32, 0, 0);
+            matmul_forward_fast(b.C, A, Bm, dbias, Bsz, IN, OUT, act, tf32, 0, &fixup_ws, 0);
             cudaCheck(cudaDeviceSynchronize());
             cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
             double err = rel_err(b.hC, ref, nc);
@@ -394,7 +400,7 @@ static int validate_epilogues(int tf32) {
                 ref[i] *= d;
             }
             cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
-            matmul_backward_dinp_fast(b.C, A, Bm, act == 3 ? NULL : dy, act, Bsz, IN, OUT, tf32, 0);
+            matmul_backward_dinp_fast(b.C, A, Bm, act == 3 ? NULL : dy, act, Bsz, IN, OUT, tf32, &fixup_ws, 0);
             cudaCheck(cudaDeviceSynchronize());
             cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
             err = rel_err(b.hC, ref, nc);
@@ -405,7 +411,7 @@ static int validate_epilogues(int tf32) {
             cudaCheck(cudaFree(dy)); free(hy); bufs_free(&b);
         }
     }
-    printf("  epilogues (bias + act forward, act' dinp; 4 acts x 4 shapes), %s: %s\n", version_name(v),
+    printf("  epilogues (bias + act forward, act' dinp; 4 acts x 5 shapes), %s: %s\n", version_name(v),
            failed ? "FAIL" : "ok");
     return failed == 0;
 }
@@ -499,7 +505,9 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
         }
         for (int tf32 = 0; tf32 <= max_tf32; tf32++) {
             const int v = version_of_tf32(tf32);
-            MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
+            // as the launchers plan: K splits without clusters through dweight's scratch or the fixup workspace
+            const int can_split_raw = p.prod == PROD_DWEIGHT || (fixup_ws.part != NULL && tf32 == 0);
+            MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, can_split_raw);
             int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
             const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
             float best = 1e30f; int bc = 0, bs = 0;
@@ -508,7 +516,7 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
                     if (sp > 1 && p.K / sp < cfgs[c].bk) continue;
                     matmul_fast_force_cfg = c;
                     matmul_fast_force_splits = sp;
-                    MatmulFastPlan got = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, p.prod == PROD_DWEIGHT);
+                    MatmulFastPlan got = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, can_split_raw);
                     if (got.cfg != c || (got.splits > 1) != (sp > 1)) continue;   // not possible here (no scratch)
                     int ok = validate_one(v, &b, " (sweep, before)", 0);
                     float ms = time_version(v, &b);
@@ -588,14 +596,21 @@ static void tf32_inputs_report(void) {
 int main(int argc, char** argv) {
     require_gpu_or_exit("matmul_forward");
     pdl_allowed = 0;   // single kernels against cuBLAS: no launch overlapping (kernels/common.cuh)
+    // MF_FIXUP=1: versions 5-7 get a fixup workspace (large enough for every forced configuration and split
+    // of the sweep: 8 splits of 1024 x 1024, 32 x 32 tiles at most), and their FP32 forward and dinp split K
+    // through it where the grid has a block per SM. Off by default, as in the trainer (README.md, run 17).
+    if (getenv("MF_FIXUP") && atoi(getenv("MF_FIXUP")) != 0) fixup_ws = matmul_fast_fixup_alloc((size_t)8 << 20, 4096);
+    printf("FP32 K splits of forward and dinp: %s\n", fixup_ws.part ? "fixup workspace (MF_FIXUP=1)"
+                                                                      : "thread-block clusters (as the trainer)");
     print_gpu_name();
     cublasCheck(cublasCreate(&cublas_handle));
     cublasCheck(cublasSetMathMode(cublas_handle, CUBLAS_DEFAULT_MATH));
     {
         cudaFuncAttributes fa;
         cudaCheck(cudaFuncGetAttributes(&fa, matmul_fast_splitk_reduce_kernel<true>));
-        printf("matmul_fast: compiled for PTX %d, machine code sm_%d: K splits %s\n", fa.ptxVersion, fa.binaryVersion,
-               mf_has_clusters() ? "through thread-block clusters" : "through scratch (dweight only)");
+        printf("matmul_fast: compiled for PTX %d, machine code sm_%d: K splits without a fixup workspace %s\n",
+               fa.ptxVersion, fa.binaryVersion, mf_has_clusters() ? "through thread-block clusters"
+                                                                  : "through scratch (dweight only)");
     }
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         char sbuf[256];
