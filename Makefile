@@ -1,21 +1,27 @@
 # mlp.cu: an MLP trainer from scratch in C and CUDA C.
 #
-#   make run        get the data, build, train (on the GPU when there is one, else on the CPU)
-#   make test       build everything and run every test (GPU tests skip themselves without a GPU)
-#   make train      the GPU trainer ./train_mlp          make train_cpu   the CPU trainer ./train_mlp_cpu
-#   make data       MNIST from its mirrors, or Fashion-MNIST when offline
-#   make bench      (GPU) our trainer against PyTorch, one table
+#   make run         get the data, build, train (on the GPU when there is one, else on the CPU)
+#   make test        build everything and run every test (GPU tests skip themselves without a GPU)
+#   make train       the readable GPU trainer ./train_mlp     make train_cpu   the CPU trainer ./train_mlp_cpu
+#   make train_fast  the fast GPU trainer ./train_mlp_fast
+#   make data        MNIST from its mirrors, or Fashion-MNIST when offline (DATASET=cifar10: CIFAR-10)
+#   make bench       (GPU) the fast trainer against PyTorch, one table
+#   make sanitize    (GPU) compute-sanitizer's four tools on test_mlp and both GPU trainers
 #   make clean
 #
-# Overrides: make GPU_ARCH=90 (the GPU to build for), CC=clang, NVCC=/path/to/nvcc, NO_OMP=1.
+# Overrides: make GPU_ARCH=90 (the GPU to build for), NVCC=none (a CPU-only build: no CUDA
+# targets), CC=clang, NVCC=/path/to/nvcc, NO_OMP=1, CFLAGS=... (added to the flags the build
+# needs, never replacing them).
 
 CC ?= cc
 NVCC ?= nvcc
 CFLAGS ?= -O3 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Wno-format-truncation -Wno-unused-function
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-format-truncation -Wno-unused-function
 LDLIBS = -lz -lm
 NVCCFLAGS ?= -O3 -lineinfo
 PYTHON ?= python3
+# the independent builds (the CUDA objects above all) run in parallel
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
 # ---------------------------------------------------------------------------------------------
 # what this machine has: printed as a banner so a failed build says why
@@ -27,12 +33,21 @@ else
   HAVE_OMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1)
 endif
 ifeq ($(HAVE_OMP),1)
-  CFLAGS += -fopenmp
+  override CFLAGS += -fopenmp
   OMP_NOTE := ✓ OpenMP
 else
-  CFLAGS += -fopenmp-simd
+  override CFLAGS += -fopenmp-simd
   OMP_NOTE := ✗ OpenMP (single-threaded CPU trainer)
 endif
+
+# stb_image (Debian's libstb-dev): reading and writing pictures. STB_INCLUDE=DIR where it lives elsewhere
+STB_INCLUDE ?= /usr/include/stb
+ifneq ($(wildcard $(STB_INCLUDE)/stb_image.h),)
+  STB_NOTE := ✓ stb_image
+else
+  STB_NOTE := ✗ stb_image (install libstb-dev, or STB_INCLUDE=DIR)
+endif
+override CFLAGS += -I$(STB_INCLUDE)
 
 HAVE_ZLIB := $(shell echo '\#include <zlib.h>' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_ZLIB),1)
@@ -41,90 +56,136 @@ else
   ZLIB_NOTE := ✗ zlib (install zlib1g-dev)
 endif
 
-NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
-# the GPU's compute capability, e.g. "9.0" -> 90; empty when there is no GPU or no driver
-DETECTED_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
-ifdef GPU_ARCH
-  ARCH_NOTE := sm_$(GPU_ARCH) (from GPU_ARCH)
-else ifneq ($(DETECTED_ARCH),)
-  GPU_ARCH := $(DETECTED_ARCH)
-  ARCH_NOTE := sm_$(GPU_ARCH) (detected)
+ifeq ($(NVCC),none)
+  NVCC_PATH :=
 else
-  GPU_ARCH := 90
-  ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
+  NVCC_PATH := $(shell command -v $(NVCC) 2>/dev/null)
 endif
+
+ifneq ($(NVCC_PATH),)
+  # the GPU's compute capability, e.g. "9.0" -> 90; empty when there is no GPU or no driver
+  DETECTED_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
+  ifdef GPU_ARCH
+    ARCH_NOTE := building for sm_$(GPU_ARCH) (from GPU_ARCH)
+  else ifneq ($(DETECTED_ARCH),)
+    GPU_ARCH := $(DETECTED_ARCH)
+    ARCH_NOTE := building for sm_$(GPU_ARCH) (detected)
+  else
+    GPU_ARCH := 90
+    ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
+  endif
+  NVCC_NOTE := ✓ nvcc $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp
+else
+  ARCH_NOTE := no CUDA build (CPU only)
+  NVCC_NOTE := ✗ nvcc (CPU only: the GPU trainers and test_mlp are not built$(if $(filter none,$(NVCC)),: NVCC=none,))
+  CUDA_TARGETS :=
+endif
+
+# the readable trainer: plain code for this GPU
+GENCODE_SIMPLE := -gencode arch=compute_$(GPU_ARCH),code=[sm_$(GPU_ARCH),compute_$(GPU_ARCH)]
 ifeq ($(GPU_ARCH),90)
-  # Hopper: the architecture-specific target sm_90a, for the wgmma kernel of kernels/matmul_fast.cuh
+  # Hopper: the architecture-specific target sm_90a, for the wgmma kernel of kernels/fast/
   # (-x 1's forward products); code built for it runs on sm_90 GPUs (H100, H200) only
-  GENCODE := -gencode arch=compute_90a,code=[sm_90a,compute_90a] -DMF_WGMMA
+  GENCODE_FAST := -gencode arch=compute_90a,code=[sm_90a,compute_90a] -DMF_WGMMA
 else
-  GENCODE := -gencode arch=compute_$(GPU_ARCH),code=[sm_$(GPU_ARCH),compute_$(GPU_ARCH)]
+  GENCODE_FAST := $(GENCODE_SIMPLE)
 endif
-NVCCFLAGS += $(GENCODE) -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function -Wno-format-truncation"
+NVCC_HOSTFLAGS := -I$(STB_INCLUDE) -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function -Wno-format-truncation"
 ifeq ($(HAVE_OMP),1)
   CUDA_LDLIBS = $(LDLIBS) -lgomp
 else
   CUDA_LDLIBS = $(LDLIBS)
 endif
 
-ifneq ($(NVCC_PATH),)
-  NVCC_NOTE := ✓ nvcc $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  CUDA_TARGETS := $(if $(wildcard train_mlp.cu),train_mlp test_mlp,)
-else
-  NVCC_NOTE := ✗ nvcc (CPU only: the GPU trainer and test_mlp are not built)
-  CUDA_TARGETS :=
-endif
-
+# the banner, once per make (not again in the make that `make run` starts)
+ifeq ($(MAKELEVEL),0)
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
   $(info ---------------------------------------------------------------------)
-  $(info mlp.cu build: ✓ $(CC) | $(OMP_NOTE) | $(ZLIB_NOTE) | $(NVCC_NOTE))
+  $(info mlp.cu build: ✓ $(CC) | $(OMP_NOTE) | $(ZLIB_NOTE) | $(STB_NOTE) | $(NVCC_NOTE))
   $(info GPU: $(ARCH_NOTE))
   $(info ---------------------------------------------------------------------)
 endif
+endif
 
-COMMON_H := $(wildcard common/*.h) data/idx.h
+COMMON_H := $(wildcard common/*.h) $(wildcard data/*.h)
 KERNELS_H := $(wildcard kernels/*.cuh)
+FAST_H := $(wildcard kernels/fast/*.cuh) $(wildcard kernels/fast/*.h)
 TEST_H := $(wildcard tests/*.h)
+# the fast kernels are compiled once, into objects that train_mlp_fast and test_mlp both link
+FAST_OBJS := $(patsubst kernels/fast/%.cu,build/fast/%.o,$(wildcard kernels/fast/*.cu))
 
-.PHONY: all train train_cpu test test_cpu data run bench clean
-all: train_cpu $(CUDA_TARGETS)
+.PHONY: all train train_cpu train_fast test data run bench sanitize clean
+all: train_mlp_cpu $(CUDA_TARGETS)
 
 train_cpu: train_mlp_cpu
 train_mlp_cpu: train_mlp_cpu.c $(COMMON_H)
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 
+NO_NVCC = @echo "error: nvcc not found (or NVCC=none): the GPU trainers need the CUDA toolkit ---> try: make train_cpu" >&2; exit 1
+
 train: train_mlp
 train_mlp: train_mlp.cu $(COMMON_H) $(KERNELS_H)
 ifeq ($(NVCC_PATH),)
-	@echo "error: nvcc not found: the GPU trainer needs the CUDA toolkit ---> try: make train_cpu" >&2; exit 1
+	$(NO_NVCC)
 else
-	$(NVCC) $(NVCCFLAGS) $< $(CUDA_LDLIBS) -o $@
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_SIMPLE) $(NVCC_HOSTFLAGS) $< $(CUDA_LDLIBS) -o $@
 endif
 
-test_mlp: test_mlp.cu train_mlp.cu train_mlp_cpu.c $(COMMON_H) $(KERNELS_H) $(TEST_H)
-	$(NVCC) $(NVCCFLAGS) $< $(CUDA_LDLIBS) -o $@
+build/fast/%.o: kernels/fast/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
+	@mkdir -p build/fast
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -c $< -o $@
 
-tests/bin/test_cpu: tests/test_cpu.c train_mlp_cpu.c $(COMMON_H) $(TEST_H)
+train_fast: train_mlp_fast
+train_mlp_fast: train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)
+ifeq ($(NVCC_PATH),)
+	$(NO_NVCC)
+else
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+endif
+
+test_mlp: test_mlp.cu train_mlp.cu train_mlp_fast.cu train_mlp_cpu.c $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H) $(TEST_H)
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+
+# the CPU tests: every tests/test_*.c is one binary (test_gradcheck runs the CPU reference in double
+# precision; the tests that run ./train_mlp_cpu find it in the current directory)
+CPU_TESTS := $(patsubst tests/%.c,tests/bin/%,$(wildcard tests/test_*.c))
+tests/bin/%: tests/%.c train_mlp_cpu.c $(COMMON_H) $(TEST_H)
 	@mkdir -p tests/bin
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 
-# the finite-difference check runs the CPU reference in double precision
-tests/bin/test_gradcheck: tests/test_gradcheck.c train_mlp_cpu.c $(COMMON_H) $(TEST_H)
-	@mkdir -p tests/bin
-	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
+# The CPU tests again, and the CPU trainer they run, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer: clang when there is one (its UBSan is kept off stb's own code by
+# data/images.h; gcc's cannot be), single-threaded (OpenMP's runtime and ASan are best kept apart).
+# Without clang they are skipped, and make test says so (.ci/run installs clang).
+SAN_CC ?= $(if $(shell command -v clang 2>/dev/null),clang,)
+SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+              -std=gnu11 -Wall -Wextra -Wno-unused-function -Wno-pass-failed -fopenmp-simd -I$(STB_INCLUDE)
+SAN_TESTS := $(if $(SAN_CC),$(patsubst tests/%.c,tests/bin/san/%,$(wildcard tests/test_*.c)),)
+tests/bin/san/%: tests/%.c train_mlp_cpu.c $(COMMON_H) $(TEST_H)
+	@mkdir -p tests/bin/san
+	$(SAN_CC) $(SAN_CFLAGS) $< $(LDLIBS) -o $@
+tests/bin/san/train_mlp_cpu: train_mlp_cpu.c $(COMMON_H)
+	@mkdir -p tests/bin/san
+	$(SAN_CC) $(SAN_CFLAGS) $< $(LDLIBS) -o $@
 
-# Every test binary runs even when an earlier one fails; the target fails if any did.
-test: train_mlp_cpu tests/bin/test_gradcheck tests/bin/test_cpu $(CUDA_TARGETS)
-	@failed=""; \
-	for t in tests/bin/test_gradcheck "tests/bin/test_cpu ./train_mlp_cpu" $(if $(CUDA_TARGETS),./test_mlp,); do \
+# Every test binary runs even when an earlier one fails; the target fails if any did. The tests
+# that run the CPU trainer take its path as their argument.
+test: train_mlp_cpu $(CPU_TESTS) $(if $(SAN_CC),tests/bin/san/train_mlp_cpu) $(SAN_TESTS) $(CUDA_TARGETS)
+	@$(if $(SAN_CC),,echo "(no clang here: the CPU tests under AddressSanitizer and UBSan are skipped)";) \
+	failed=""; \
+	for t in $(foreach t,$(CPU_TESTS),"$(t) ./train_mlp_cpu") $(foreach t,$(SAN_TESTS),"$(t) tests/bin/san/train_mlp_cpu") \
+	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TARGETS),./test_mlp,); do \
 	  echo; echo "=== $$t"; $$t || failed="$$failed $$t"; \
 	done; \
 	echo; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: all test binaries passed"
 
+# make data DATASET=cifar10: CIFAR-10's binary version into data/cifar10 (MD5-checked); the default is MNIST
+DATASET ?= mnist
 data:
-	@bash data/download_mnist.sh
+	@bash data/download.sh $(DATASET)
 
 # train on the GPU when there is one (and nvcc), else on the CPU
 run: data
@@ -135,9 +196,13 @@ run: data
 	  $(MAKE) --no-print-directory train_mlp_cpu && ./train_mlp_cpu $(ARGS); \
 	fi
 
-bench: train_mlp
+bench: train_mlp_fast
 	$(PYTHON) dev/bench.py
 
+# (GPU) compute-sanitizer's memcheck, racecheck, initcheck and synccheck on test_mlp and both GPU trainers
+sanitize: train_mlp train_mlp_fast test_mlp
+	bash dev/sanitize.sh
+
 clean:
-	rm -f train_mlp train_mlp_cpu test_mlp
-	rm -rf tests/bin
+	rm -f train_mlp train_mlp_fast train_mlp_cpu test_mlp
+	rm -rf tests/bin build

@@ -2,9 +2,11 @@
 train_mlp_cpu.c: the CPU reference trainer of mlp.cu.
 
 The same model and math as train_mlp.cu, in plain C (OpenMP when the compiler has it), so
-that every GPU kernel has a CPU twin to be checked against. Read it top to bottom:
-the operations (each with a twin of the same name, minus _cpu, in kernels/), the model,
-evaluation, the training loop, main.
+that every GPU kernel has a CPU twin to be checked against. Read it top to bottom, then
+train_mlp.cu beside it: the two files have the same functions in the same order, with the
+same names (here with _cpu added): the operations (each the twin of a kernel in kernels/),
+the model (model_build, model_init_params, model_forward, model_loss, model_backward,
+model_update), evaluation, and main with the training loop.
 
 The model: L fully connected layers. For layer l with IN = sizes[l], OUT = sizes[l+1]:
     y = act(x · Wᵀ + b)      W is (OUT, IN) row-major, like PyTorch's nn.Linear
@@ -30,11 +32,15 @@ which is why the arithmetic type is spelled `real` (float everywhere else).
 #include <omp.h>
 #endif
 
-#include "common/args.h"   // Config, the flag table, param_layout
+#include "common/args.h"   // Config, the flag table
 #include "common/log.h"    // settings box, step log, CSV log
+#include "common/mlp.h"    // ACT_*, MAX_LAYERS, param_layout
 #include "common/rng.h"    // xoshiro256** for shuffling, Philox for the initial weights
+#include "common/run.h"    // -r and -c: resuming and checkpoints; Ctrl-C
+#include "common/train.h"  // loading the data, the epoch's steps, the settings box
+#include "common/use.h"    // -e, -p, -i: using a trained model
 #include "common/utils.h"  // checked allocation and I/O, die()
-#include "data/idx.h"      // MNIST-format IDX reader
+#include "data/dataset.h"  // the datasets: IDX, CIFAR-10, image folders
 
 #ifndef MLP_REAL
 #define MLP_REAL float
@@ -166,13 +172,16 @@ void sgd_update_cpu(real *params, const real *grads, real *mbuf, size_t n, float
     }
 }
 
-// x(B,D) = images[idx[b]] / 255 and labels(B) = all_labels[idx[b]]: a float batch from uint8 data
+// x(bs,D) = images[item_b] / 255 and labels(bs) = all_labels[item_b]: a float batch from uint8
+// data, where item_b = idx[start + b] (a batch of the epoch's permutation), or start + b when
+// idx is NULL (evaluation walks the dataset in order)
 void gather_batch_cpu(real *x, int *labels, const uint8_t *images, const uint8_t *all_labels, const int *idx,
-                      int B, int D) {
-    for (int b = 0; b < B; b++) {
-        const uint8_t *img = images + (size_t)idx[b] * D;
+                      int start, int bs, int D) {
+    for (int b = 0; b < bs; b++) {
+        int item = idx ? idx[start + b] : start + b;
+        const uint8_t *img = images + (size_t)item * D;
         for (int i = 0; i < D; i++) x[(size_t)b * D + i] = img[i] / (real)255;
-        labels[b] = all_labels[idx[b]];
+        labels[b] = all_labels[item];
     }
 }
 
@@ -193,7 +202,7 @@ typedef struct {
     int *labels;                    // (B)
 } ModelCPU;
 
-void model_cpu_build(ModelCPU *m, const int *sizes, int L, int act, int max_batch) {
+void model_build_cpu(ModelCPU *m, const int *sizes, int L, int act, int max_batch) {
     memset(m, 0, sizeof(*m));
     m->L = L;
     m->act = act;
@@ -211,7 +220,7 @@ void model_cpu_build(ModelCPU *m, const int *sizes, int L, int act, int max_batc
     m->labels = (int *)callocCheck((size_t)max_batch, sizeof(int));
 }
 
-void model_cpu_free(ModelCPU *m) {
+void model_free_cpu(ModelCPU *m) {
     free(m->params);
     free(m->grads);
     free(m->mbuf);
@@ -225,7 +234,7 @@ void model_cpu_free(ModelCPU *m) {
 
 // nn.Linear's default init: W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)]. Element i of the
 // flat buffer is drawn from Philox subsequence i of the seed, as the GPU does with cuRAND.
-void model_cpu_init_params(ModelCPU *m, uint64_t seed) {
+void model_init_params_cpu(ModelCPU *m, uint64_t seed) {
     for (int l = 0; l < m->L; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         float bound = 1.0f / sqrtf((float)IN);
@@ -234,20 +243,24 @@ void model_cpu_init_params(ModelCPU *m, uint64_t seed) {
     }
 }
 
-// acts[0] and labels hold the batch. Returns the mean loss; leaves the logits in acts[L]
-// and, when with_grad, dloss/dlogits in dacts[L].
-double model_cpu_forward(ModelCPU *m, int B, int with_grad) {
+// acts[0] holds the batch (B rows): every layer's output, the logits in acts[L]
+void model_forward_cpu(ModelCPU *m, int B) {
     for (int l = 0; l < m->L; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         matmul_forward_cpu(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], m->params + m->b_off[l], B, IN, OUT);
         if (l < m->L - 1) activation_forward_cpu(m->acts[l + 1], (size_t)B * OUT, m->act);
     }
-    return softmax_xent_forward_backward_cpu(with_grad ? m->dacts[m->L] : NULL, m->losses, m->acts[m->L],
-                                             m->labels, B, m->sizes[m->L]);
 }
 
-// From dacts[L] down: every layer's weight and bias gradient into grads.
-void model_cpu_backward(ModelCPU *m, int B) {
+// The loss of the logits in acts[L] against labels: each row's loss in losses, dloss/dlogits
+// in dacts[L]. Returns the mean loss.
+double model_loss_cpu(ModelCPU *m, int B) {
+    return softmax_xent_forward_backward_cpu(m->dacts[m->L], m->losses, m->acts[m->L], m->labels, B, m->sizes[m->L]);
+}
+
+// From dacts[L] down: every layer's weight and bias gradient into grads, and each hidden
+// layer's gradient (through its activation) into dacts[l].
+void model_backward_cpu(ModelCPU *m, int B) {
     for (int l = m->L - 1; l >= 0; l--) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         matmul_backward_cpu(l > 0 ? m->dacts[l] : NULL, m->grads + m->w_off[l], m->grads + m->b_off[l],
@@ -256,7 +269,8 @@ void model_cpu_backward(ModelCPU *m, int B) {
     }
 }
 
-void model_cpu_update(ModelCPU *m, float lr, float mu, float wd) {
+// one SGD step over the whole flat buffer
+void model_update_cpu(ModelCPU *m, float lr, float mu, float wd) {
     sgd_update_cpu(m->params, m->grads, m->mbuf, m->num_params, lr, mu, wd);
 }
 
@@ -268,20 +282,18 @@ static int argmax_cpu(const real *z, int C) {
     return best;
 }
 
-// Mean loss and accuracy over a whole dataset, in batches of max_batch.
+// Mean loss and accuracy over a whole dataset, in batches of max_batch rows.
 void evaluate_cpu(ModelCPU *m, const Dataset *ds, double *loss, double *accuracy) {
     int D = m->sizes[0], C = m->sizes[m->L];
-    int *idx = (int *)mallocCheck(sizeof(int) * (size_t)m->max_batch);
     double total = 0;
     long correct = 0;
-    for (int start = 0; start < ds->n; start += m->max_batch) {
-        int B = ds->n - start < m->max_batch ? ds->n - start : m->max_batch;
-        for (int b = 0; b < B; b++) idx[b] = start + b;
-        gather_batch_cpu(m->acts[0], m->labels, ds->images, ds->labels, idx, B, D);
-        total += model_cpu_forward(m, B, 0) * B;
+    for (long start = 0; start < ds->n; start += m->max_batch) {  // (long: start + max_batch may pass INT_MAX)
+        int B = ds->n - start < m->max_batch ? (int)(ds->n - start) : m->max_batch;
+        gather_batch_cpu(m->acts[0], m->labels, ds->images, ds->labels, NULL, (int)start, B, D);
+        model_forward_cpu(m, B);
+        total += softmax_xent_forward_backward_cpu(NULL, m->losses, m->acts[m->L], m->labels, B, C) * B;
         for (int b = 0; b < B; b++) correct += argmax_cpu(m->acts[m->L] + (size_t)b * C, C) == m->labels[b];
     }
-    free(idx);
     *loss = total / ds->n;
     *accuracy = (double)correct / ds->n;
 }
@@ -290,87 +302,109 @@ void evaluate_cpu(ModelCPU *m, const Dataset *ds, double *loss, double *accuracy
 // main: the training loop
 
 #ifndef TESTING
-int main(int argc, char **argv) {
-    Config cfg;
-    config_from_command_line(&cfg, argc, argv, 0);
+// the parameters and momentum as floats, for a checkpoint (common/run.h)
+static void fetch_state_cpu(void *model, float *params, float *mbuf) {
+    const ModelCPU *m = (const ModelCPU *)model;
+    for (size_t i = 0; i < m->num_params; i++) {
+        params[i] = (float)m->params[i];
+        mbuf[i] = (float)m->mbuf[i];
+    }
+}
 
-    Dataset train, test;
-    const char *dataset = load_datasets_or_die(&cfg, argv[0], &train, &test);
+// -e and -p: the forward pass on n rows of inputs x, the logits out (common/use.h)
+static void forward_logits_cpu(void *model, const float *x, int n, float *logits) {
+    ModelCPU *m = (ModelCPU *)model;
+    for (size_t i = 0; i < (size_t)n * m->sizes[0]; i++) m->acts[0][i] = x[i];
+    model_forward_cpu(m, n);
+    for (size_t i = 0; i < (size_t)n * m->sizes[m->L]; i++) logits[i] = (float)m->acts[m->L][i];
+}
+
+int main(int argc, char **argv) {
+    openmp_spin_briefly(argv);  // OpenMP's waiting threads must not hog a busy machine's cores
+    Config cfg;
+    config_from_command_line(&cfg, argc, argv, PROG_CPU);
+    if (cfg.eval_path[0]) {  // -e: evaluate a checkpoint (or -p: classify pictures with it), and exit
+        Use use;
+        use_begin(&use, &cfg, PROG_CPU);
+        ModelCPU model;
+        model_build_cpu(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH);
+        for (size_t i = 0; i < model.num_params; i++) model.params[i] = use.ck.params[i];
+        int rc = use_run(&use, &model, forward_logits_cpu);
+        model_free_cpu(&model);
+        return rc;
+    }
+    Run run;
+    run_begin(&run, &cfg, argc, argv, PROG_CPU);  // -r: the checkpoint, and the settings it holds
+    Dataset train, val, test;
+    load_datasets_or_die(&cfg, argv[0], &train, &test);
+    split_holdout(&train, &val, cfg.holdout, cfg.seed);  // -H: a validation set
     int D = cfg.sizes[0], B = cfg.batch;
-    int steps_per_epoch = (train.n + B - 1) / B;  // the last batch may be smaller
-    if (cfg.max_steps && cfg.max_steps < steps_per_epoch) steps_per_epoch = cfg.max_steps;
+    EpochPlan plan = epoch_plan(train.n, B, cfg.max_steps);
 
     ModelCPU model;
-    model_cpu_build(&model, cfg.sizes, cfg.L, cfg.act, B);
-    model_cpu_init_params(&model, cfg.seed);
+    model_build_cpu(&model, cfg.sizes, cfg.L, cfg.act, B);
+    const float *mbuf, *params = run_start(&run, &train, &model, fetch_state_cpu, model.num_params, &mbuf);
+    if (params) {  // resuming: the checkpoint's weights and momentum
+        for (size_t i = 0; i < model.num_params; i++) model.params[i] = params[i], model.mbuf[i] = mbuf[i];
+    } else {
+        model_init_params_cpu(&model, cfg.seed);
+    }
 
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    box_rule();
-    box_row("train_mlp_cpu", "CPU reference trainer");
-    box_rule();
-    box_row("dataset", "%s", dataset);
-    box_row("data directory (-d)", "%s", cfg.data_dir);
-    box_row("train / test images", "%d / %d of %dx%d", train.n, test.n, train.rows, train.cols);
-    box_model_rows(&cfg);
-    box_row("parameters", "%zu (%.2f MB)", model.num_params, model.num_params * sizeof(real) / 1e6);
-    box_row("steps per epoch", "%d", steps_per_epoch);
-    box_row("device", "CPU, %d OpenMP thread%s", threads, threads == 1 ? "" : "s");
+    char device[64];
+    snprintf(device, sizeof(device), "CPU, %d thread%s", threads, threads == 1 ? "" : "s");
+    box_settings("train_mlp_cpu", "CPU reference trainer", &cfg, &train, &test, model.num_params, plan.steps);
+    box_row("device", "%s (OpenMP)", device);
     box_rule();
 
-    CsvLog log;
-    csv_open(&log, cfg.log_path);
-    Rng shuffle;
-    rng_seed(&shuffle, cfg.seed, 1);
+    RunLog log;
+    long steps_to_do = (long)(cfg.epochs - run.first_epoch + 1) * plan.steps - (run.first_step - 1);
+    run_log_open(&log, &cfg, PROG_CPU, plan.steps, train.num_classes, steps_to_do, (long)run.steps_total);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)train.n);
-    double test_loss = 0, test_acc = 0, train_seconds = 0;
-    for (int epoch = 1; epoch <= cfg.epochs; epoch++) {
-        rng_permutation(&shuffle, perm, train.n);
+    double loss = 0, acc = 0, train_seconds = 0;
+    int epochs_run = 0;
+    for (int epoch = run.first_epoch; epoch <= cfg.epochs; epoch++) {
+        run_epoch(&run, perm, train.n);
+        int first = run_first_step(&run, epoch);
         double epoch_start = now_seconds(), last_log = epoch_start;
-        int last_log_step = 0;
-        for (int step = 1; step <= steps_per_epoch; step++) {
-            int start = (step - 1) * B;
-            int bs = train.n - start < B ? train.n - start : B;
-            gather_batch_cpu(model.acts[0], model.labels, train.images, train.labels, perm + start, bs, D);
-            double loss = model_cpu_forward(&model, bs, 1);
-            if (!isfinite(loss))
-                die("a smaller learning rate (-l)", "the run diverged: loss is %g at epoch %d step %d", loss, epoch, step);
-            model_cpu_backward(&model, bs);
-            model_cpu_update(&model, cfg.lr, cfg.momentum, cfg.weight_decay);
-            if (step % cfg.log_every == 0 || step == steps_per_epoch) {
+        int last_log_step = first - 1;
+        long samples = 0;
+        for (int step = first; step <= plan.steps; step++) {
+            int bs = epoch_batch_size(&plan, step - 1, B);
+            gather_batch_cpu(model.acts[0], model.labels, train.images, train.labels, perm, (step - 1) * B, bs, D);
+            model_forward_cpu(&model, bs);
+            double step_loss = model_loss_cpu(&model, bs);
+            model_backward_cpu(&model, bs);
+            model_update_cpu(&model, cfg.lr, cfg.momentum, cfg.weight_decay);
+            samples += bs;
+            log_losses(&log, step_loss, 1);
+            if (step % cfg.log_every == 0 || step == plan.steps) {
                 double t = now_seconds();
-                double ms = 1e3 * (t - last_log) / (step - last_log_step);
-                double sps = (double)B / (ms / 1e3);
-                char rate[32];
-                format_rate(sps, rate, sizeof(rate));
-                printf("epoch %d step %5d/%d | loss %.4f | %.3f ms/step | %s samples/s\n", epoch, step,
-                       steps_per_epoch, loss, ms, rate);
-                fflush(stdout);
-                csv_row(&log, "train", epoch, step, loss, -1, ms, sps, -1);
+                log_step(&log, epoch, step, 1e3 * (t - last_log) / (step - last_log_step));  // (exits if diverged)
                 last_log = t;
                 last_log_step = step;
             }
+            run_after_steps(&run, &log, epoch, step, plan.steps, 1);  // Ctrl-C: checkpoint, exit 130
         }
         double epoch_s = now_seconds() - epoch_start;
         train_seconds += epoch_s;
-        long samples = steps_per_epoch == (train.n + B - 1) / B ? train.n : (long)steps_per_epoch * B;
+        epochs_run++;
         double t0 = now_seconds();
-        evaluate_cpu(&model, &test, &test_loss, &test_acc);
-        double eval_ms = 1e3 * (now_seconds() - t0);
-        printf("epoch %d done | %.3f s | %.1fk samples/s | test loss %.4f | test accuracy %.2f%%\n", epoch, epoch_s,
-               samples / epoch_s / 1e3, test_loss, 100 * test_acc);
-        csv_row(&log, "epoch", epoch, steps_per_epoch, -1, -1, 1e3 * epoch_s, samples / epoch_s, -1);
-        csv_row(&log, "eval", epoch, steps_per_epoch, test_loss, test_acc, eval_ms, -1, -1);
+        evaluate_cpu(&model, cfg.holdout > 0 ? &val : &test, &loss, &acc);
+        log_epoch(&log, epoch, epoch_s, samples, cfg.holdout > 0 ? "val" : "test", loss, acc,
+                  1e3 * (now_seconds() - t0));
+        run_end_of_epoch(&run, epoch);  // -c: the checkpoint
     }
-    csv_row(&log, "summary", cfg.epochs, steps_per_epoch, test_loss, test_acc, 1e3 * train_seconds, -1, -1);
-    csv_close(&log);
-    printf("final | %s | test accuracy %.2f%% | test loss %.4f | %d epochs | %.3f s/epoch\n", dataset, 100 * test_acc,
-           test_loss, cfg.epochs, train_seconds / cfg.epochs);
+    if (cfg.holdout > 0 || epochs_run == 0) evaluate_cpu(&model, &test, &loss, &acc);  // the test set, at the end
+    log_final(&log, &cfg, train.name, loss, acc, train_seconds, epochs_run, -1, device);
+    run_finish(&run);
     free(perm);
-    model_cpu_free(&model);
+    model_free_cpu(&model);
     dataset_free(&train);
+    dataset_free(&val);
     dataset_free(&test);
     return 0;
 }

@@ -1,6 +1,8 @@
 /*
-The command line shared by train_mlp_cpu and train_mlp: one table (ARGS below) from which
-both the parser and the usage screen are made, so they never drift apart.
+The command line shared by the three trainers (train_mlp_cpu, train_mlp, train_mlp_fast): one
+table (ARGS below) from which both the parser and the usage screen are made, so they never
+drift apart. A flag names the trainers that take it; the others refuse it with a pointer to
+the one that does.
 
     ./train_mlp_cpu -d data/mnist -m 784,128,10 -a sigmoid -b 64 -l 0.1 -k 0.9 -n 4
 
@@ -18,23 +20,19 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #include <stdlib.h>
 #include <string.h>
 
+#include "mlp.h"    // MAX_LAYERS, ACT_*, param_layout
 #include "utils.h"  // usage_error
 
-#define MAX_LAYERS 16      // at most 16 weight layers (17 sizes)
-#define MAX_WIDTH 65536    // widest layer accepted
+#define MAX_PREDICT 32  // -p may be given this many times
 
-// Activations: the hidden layers use one of the first three; ACT_NONE is the identity
-// (the last layer's logits). The numbers are part of the reference-file format.
-enum { ACT_SIGMOID = 0, ACT_RELU = 1, ACT_TANH = 2, ACT_NONE = 3 };
-
-// How the GPU trainer runs its steps (-f)
-enum { PATH_SIMPLE = 0, PATH_GRAPH = 1, PATH_PERSISTENT = 2 };
-static const char *const ACT_NAMES[] = {"sigmoid", "relu", "tanh", "none"};
+// How the fast GPU trainer runs its steps (-f)
+enum { PATH_LAUNCH = 0, PATH_GRAPH = 1 };
 
 typedef struct {
     char data_dir[1024];   // "" = look in the default places (see find_dataset_dir)
     int sizes[MAX_LAYERS + 1];
     int L;                 // number of weight layers = number of sizes - 1
+    int sizes_given;       // -m was on the command line; else the first and last size come from the data
     int act;               // hidden activation, ACT_*
     int batch;             // B
     float lr, momentum, weight_decay;
@@ -43,26 +41,26 @@ typedef struct {
     int log_every;         // log a training line every this many steps
     char log_path[1024];   // CSV log
     int max_steps;         // 0 = all; else stop each epoch after this many steps (for tests)
-    int tf32;              // GPU only: TF32 tensor cores in the matmuls
-    int path;              // GPU only: PATH_* below
+    int tf32;              // train_mlp_fast only: TF32 tensor cores in the matmuls
+    int path;              // train_mlp_fast only: PATH_* above
+    int trace;             // train_mlp only: print a training step as the GPU runs it
+    float holdout;         // the share of the training set held out as a validation set (0: none)
+    char ckpt_path[1024];  // -c: write a checkpoint here after every epoch, at the end, and when stopped
+    char resume_path[1024];// -r: resume the run this checkpoint holds
+    char eval_path[1024];  // -e: evaluate this checkpoint on the test set (and -p: predict), then exit
+    char grid_path[1024];  // -i: with -e, a PNG grid of misclassified test images
+    int num_predict;       // -p: pictures to classify with -e's model
+    char predict[MAX_PREDICT][1024];
 } Config;
 
-// The flat parameter buffer, shared by every implementation and the checkpoint/reference
-// files: for each layer l in order, W_l (sizes[l+1] x sizes[l], row-major, like
-// nn.Linear's weight) then b_l (sizes[l+1]). Gradients and momentum use the same layout.
-// Returns the total number of floats; w_off/b_off get each tensor's offset.
-static inline size_t param_layout(const int *sizes, int L, size_t *w_off, size_t *b_off) {
-    size_t off = 0;
-    for (int l = 0; l < L; l++) {
-        w_off[l] = off;
-        off += (size_t)sizes[l + 1] * (size_t)sizes[l];
-        b_off[l] = off;
-        off += (size_t)sizes[l + 1];
-    }
-    return off;
+// The three trainers; the program argument of the functions below is one of these
+enum { PROG_CPU = 1, PROG_GPU = 2, PROG_FAST = 4, PROG_ALL = 7 };
+static inline const char *program_name(int prog) {
+    return prog == PROG_CPU ? "train_mlp_cpu" : prog == PROG_GPU ? "train_mlp" : "train_mlp_fast";
 }
 
-typedef enum { ARG_INT, ARG_U64, ARG_FLOAT, ARG_STRING, ARG_LAYERS, ARG_ACT } ArgType;
+// ARG_PATH: a path, kept; ARG_PATHS: a path that may be given several times (the list grows)
+typedef enum { ARG_INT, ARG_U64, ARG_FLOAT, ARG_PATH, ARG_PATHS, ARG_LAYERS, ARG_ACT } ArgType;
 
 typedef struct {
     char flag;          // -flag
@@ -70,37 +68,55 @@ typedef struct {
     ArgType type;
     size_t offset;      // where in Config the value goes
     double min, max;    // inclusive range (numbers)
-    int gpu_only;       // shown and accepted by train_mlp only
+    int programs;       // the trainers that take it: PROG_* bits
     const char *help;
 } ArgSpec;
 
 #define CFG(field) offsetof(Config, field)
 static const ArgSpec ARGS[] = {
-    {'d', "DIR", ARG_STRING, CFG(data_dir), 0, 0, 0,
-     "dataset directory with MNIST's four IDX files, raw or .gz; auto = the first of data/mnist, "
-     "data/fashion-mnist, /usr/share/datasets/fashion-mnist"},
-    {'m', "SIZES", ARG_LAYERS, CFG(sizes), 1, MAX_WIDTH, 0,
-     "layer sizes, input first, comma-separated"},
-    {'a', "ACT", ARG_ACT, CFG(act), 0, 2, 0, "hidden activation: sigmoid, relu or tanh"},
-    {'b', "INT", ARG_INT, CFG(batch), 1, 32768, 0, "batch size"},
-    {'l', "FLOAT", ARG_FLOAT, CFG(lr), 1e-12, 1e3, 0, "learning rate"},
-    {'k', "FLOAT", ARG_FLOAT, CFG(momentum), 0, 0.999999, 0, "SGD momentum, in [0, 1)"},
-    {'w', "FLOAT", ARG_FLOAT, CFG(weight_decay), 0, 0.999999, 0, "weight decay (L2), in [0, 1)"},
-    {'n', "INT", ARG_INT, CFG(epochs), 1, 1000000, 0, "epochs"},
-    {'s', "INT", ARG_U64, CFG(seed), 0, 0, 0, "random seed: init and shuffling"},
-    {'v', "INT", ARG_INT, CFG(log_every), 1, 1000000000, 0, "print a log line every this many steps"},
-    {'o', "FILE", ARG_STRING, CFG(log_path), 0, 0, 0, "CSV log of steps, evaluations and epochs"},
-    {'t', "INT", ARG_INT, CFG(max_steps), 0, 1000000000, 0,
+    {'d', "DIR", ARG_PATH, CFG(data_dir), 0, 0, PROG_ALL,
+     "dataset directory: MNIST-format IDX files (raw or .gz), CIFAR-10's binary files, or an image folder "
+     "(train/CLASS/*.png ...); auto = the first of data/mnist, data/fashion-mnist, /usr/share/datasets/fashion-mnist"},
+    {'m', "SIZES", ARG_LAYERS, CFG(sizes), 1, MAX_WIDTH, PROG_ALL,
+     "layer sizes, input first, comma-separated; the first must be the data's inputs, the last its classes"},
+    {'a', "ACT", ARG_ACT, CFG(act), 0, 2, PROG_ALL, "hidden activation: sigmoid, relu or tanh"},
+    {'b', "INT", ARG_INT, CFG(batch), 1, 32768, PROG_ALL, "batch size"},
+    {'l', "FLOAT", ARG_FLOAT, CFG(lr), 1e-12, 1e3, PROG_ALL, "learning rate"},
+    {'k', "FLOAT", ARG_FLOAT, CFG(momentum), 0, 0.999999, PROG_ALL, "SGD momentum, in [0, 1)"},
+    {'w', "FLOAT", ARG_FLOAT, CFG(weight_decay), 0, 0.999999, PROG_ALL, "weight decay (L2), in [0, 1)"},
+    {'n', "INT", ARG_INT, CFG(epochs), 1, 1000000, PROG_ALL, "epochs"},
+    {'s', "INT", ARG_U64, CFG(seed), 0, 0, PROG_ALL, "random seed: init and shuffling"},
+    {'v', "INT", ARG_INT, CFG(log_every), 1, 1000000000, PROG_ALL, "print a log line every this many steps"},
+    {'o', "FILE", ARG_PATH, CFG(log_path), 0, 0, PROG_ALL,
+     "CSV log of steps, evaluations and epochs (default: a new file logs/PROGRAM_DATE-TIME_PID.csv)"},
+    {'t', "INT", ARG_INT, CFG(max_steps), 0, 1000000000, PROG_ALL,
      "stop each epoch after this many steps (0 = the whole epoch)"},
-    {'x', "0|1", ARG_INT, CFG(tf32), 0, 1, 1, "TF32 tensor cores in the matmuls (looser precision)"},
-    {'f', "0|1|2", ARG_INT, CFG(path), 0, 2, 1,
-     "kernels: 0 simple, one launch each; 1 fast, fused, three streams replayed in CUDA graphs; 2 one "
-     "persistent kernel per run of steps (FP32)"},
+    {'H', "FRAC", ARG_FLOAT, CFG(holdout), 0, 0.5, PROG_ALL,
+     "hold out this share of the training set (seeded by -s) as a validation set, evaluated after every epoch; "
+     "the test set is then evaluated at the end only"},
+    {'c', "FILE", ARG_PATH, CFG(ckpt_path), 0, 0, PROG_ALL,
+     "write a checkpoint to FILE after every epoch, at the end of the run, and when stopped by Ctrl-C"},
+    {'r', "FILE", ARG_PATH, CFG(resume_path), 0, 0, PROG_ALL,
+     "resume the run in checkpoint FILE (-n stays the total number of epochs; -c may name the same file)"},
+    {'e', "FILE", ARG_PATH, CFG(eval_path), 0, 0, PROG_ALL,
+     "evaluate checkpoint FILE on the test set of -d: loss, accuracy, per-class accuracy, confusion matrix; "
+     "then exit"},
+    {'p', "IMAGE", ARG_PATHS, CFG(predict), 0, 0, PROG_ALL,
+     "with -e: classify a PNG, JPG or BMP picture with the checkpoint's model and print its top 3 (repeatable)"},
+    {'i', "FILE", ARG_PATH, CFG(grid_path), 0, 0, PROG_ALL,
+     "with -e: write a PNG grid of misclassified test images, with their true and predicted labels"},
+    {'T', "0|1", ARG_INT, CFG(trace), 0, 1, PROG_GPU,
+     "1: print the second training step as a trace: each kernel with its grid, shapes, bytes, FLOPs and time"},
+    {'x', "0|1", ARG_INT, CFG(tf32), 0, 1, PROG_FAST,
+     "matmul precision: 0 FP32; 1 TF32 on the tensor cores (inputs rounded to 10 mantissa bits, FP32 sums): "
+     "faster, results differ from FP32 in the 3rd or 4th digit"},
+    {'f', "0|1", ARG_INT, CFG(path), 0, 1, PROG_FAST,
+     "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them"},
 };
 #undef CFG
 #define NUM_ARGS ((int)(sizeof(ARGS) / sizeof(ARGS[0])))
 
-static inline void config_defaults(Config *c, int is_gpu) {
+static inline void config_defaults(Config *c, int prog) {
     memset(c, 0, sizeof(*c));
     c->L = 2;
     c->sizes[0] = 784;
@@ -114,7 +130,7 @@ static inline void config_defaults(Config *c, int is_gpu) {
     c->epochs = 4;
     c->seed = 1337;
     c->log_every = 100;
-    snprintf(c->log_path, sizeof(c->log_path), "logs/%s.csv", is_gpu ? "train_mlp" : "train_mlp_cpu");
+    (void)prog;  // (c->log_path stays empty: each run writes a log of its own, common/log.h)
     c->max_steps = 0;
     c->tf32 = 0;
     c->path = PATH_GRAPH;
@@ -159,9 +175,10 @@ static inline int parse_activation(const char *s) {
     return -1;
 }
 
-static inline const ArgSpec *find_arg(char flag, int is_gpu) {
+// the flag's row, if the program takes it (prog PROG_ALL: any program)
+static inline const ArgSpec *find_arg(char flag, int prog) {
     for (int i = 0; i < NUM_ARGS; i++)
-        if (ARGS[i].flag == flag && (is_gpu || !ARGS[i].gpu_only)) return &ARGS[i];
+        if (ARGS[i].flag == flag && (ARGS[i].programs & prog)) return &ARGS[i];
     return NULL;
 }
 
@@ -214,16 +231,25 @@ static inline int parse_value(Config *c, const ArgSpec *a, const char *v, char *
         *(float *)base = (float)x;
         return 0;
     }
-    case ARG_STRING: {
-        size_t cap = (a->offset == offsetof(Config, data_dir)) ? sizeof(c->data_dir) : sizeof(c->log_path);
+    case ARG_PATH:
+    case ARG_PATHS: {
+        const size_t cap = 1024;  // every path field of Config
         if (v[0] == '\0' || strlen(v) >= cap) {
             snprintf(err, errlen, "-%c: the path must be 1 to %zu characters", a->flag, cap - 1);
             return -1;
+        }
+        if (a->type == ARG_PATHS) {  // the -p list
+            if (c->num_predict == MAX_PREDICT) {
+                snprintf(err, errlen, "-%c: at most %d pictures at a time", a->flag, MAX_PREDICT);
+                return -1;
+            }
+            base += (size_t)c->num_predict++ * cap;
         }
         memcpy(base, v, strlen(v) + 1);
         return 0;
     }
     case ARG_LAYERS:
+        c->sizes_given = 1;
         return parse_layers(v, c->sizes, &c->L, err, errlen);
     case ARG_ACT: {
         int act = parse_activation(v);
@@ -240,7 +266,7 @@ static inline int parse_value(Config *c, const ArgSpec *a, const char *v, char *
 
 // Parses argv into c (which holds the defaults). Returns 0 to run, 1 when help was asked
 // for, 2 (EXIT_USAGE) on a bad command line with the reason in err.
-static inline int config_parse(Config *c, int argc, char **argv, int is_gpu, char *err, size_t errlen) {
+static inline int config_parse(Config *c, int argc, char **argv, int prog, char *err, size_t errlen) {
     err[0] = '\0';
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -249,9 +275,10 @@ static inline int config_parse(Config *c, int argc, char **argv, int is_gpu, cha
             snprintf(err, errlen, "unexpected argument '%s'; flags look like -b 64", s);
             return 2;
         }
-        const ArgSpec *a = find_arg(s[1], is_gpu);
+        const ArgSpec *a = find_arg(s[1], prog);
         if (!a) {
-            if (find_arg(s[1], 1)) snprintf(err, errlen, "flag %s is for the GPU trainer (train_mlp) only", s);
+            const ArgSpec *other = find_arg(s[1], PROG_ALL);
+            if (other) snprintf(err, errlen, "flag %s is for %s only", s, program_name(other->programs));
             else snprintf(err, errlen, "unknown flag %s", s);
             return 2;
         }
@@ -271,7 +298,8 @@ static inline void format_value(const Config *c, const ArgSpec *a, char *out, si
     case ARG_INT: snprintf(out, n, "%d", *(const int *)base); break;
     case ARG_U64: snprintf(out, n, "%llu", (unsigned long long)*(const uint64_t *)base); break;
     case ARG_FLOAT: snprintf(out, n, "%g", *(const float *)base); break;
-    case ARG_STRING: snprintf(out, n, "%s", base[0] ? base : "auto"); break;
+    case ARG_PATH: snprintf(out, n, "%s", base[0] ? base : a->flag == 'd' ? "auto" : a->flag == 'o' ? "a new file" : "none"); break;
+    case ARG_PATHS: snprintf(out, n, "none"); break;
     case ARG_ACT: snprintf(out, n, "%s", ACT_NAMES[c->act]); break;
     case ARG_LAYERS: {
         size_t k = 0;
@@ -283,32 +311,40 @@ static inline void format_value(const Config *c, const ArgSpec *a, char *out, si
     }
 }
 
-static inline void config_usage(FILE *f, const char *prog, int is_gpu) {
+static inline void config_usage(FILE *f, const char *argv0, int prog) {
+    static const char *const what[] = {"", "on the CPU (the reference)", "on the GPU (the readable trainer)", "",
+                                       "on the GPU (the fast trainer)"};
     Config d;
-    config_defaults(&d, is_gpu);
-    fprintf(f, "usage: %s [flags]\n\n", prog);
-    fprintf(f, "Trains an MLP on MNIST-format data %s.\n\n", is_gpu ? "on the GPU" : "on the CPU");
+    config_defaults(&d, prog);
+    fprintf(f, "usage: %s [flags]\n\n", argv0);
+    fprintf(f, "Trains an MLP %s.\n\n", what[prog]);
     for (int i = 0; i < NUM_ARGS; i++) {
         const ArgSpec *a = &ARGS[i];
-        if (a->gpu_only && !is_gpu) continue;
+        if (!(a->programs & prog)) continue;
         char def[256];
-        format_value(&d, a, def, sizeof(def));
+        if (a->type == ARG_LAYERS) snprintf(def, sizeof(def), "INPUTS,128,CLASSES of the data: 784,128,10 for MNIST");
+        else format_value(&d, a, def, sizeof(def));
         fprintf(f, "  -%c %-6s %s (default: %s)\n", a->flag, a->meta, a->help, def);
     }
-    fprintf(f, "  -h        this help\n");
+    fprintf(f, "  -h        this help\n\n");
+    fprintf(f, "A run stops with exit 1 when it diverges: when the mean loss over a log interval (-v steps) is not\n"
+               "finite, or above 3 ln(classes), three times a uniform guess's. Ctrl-C stops it after the step in\n"
+               "progress (with -c: a checkpoint first), exit 130. Bad flags: exit 2.\n");
 }
 
 // What a trainer's main does with its command line: the defaults, then the flags; -h prints
 // the usage screen and exits 0, a bad command line gets one line and exit code 2.
-static inline void config_from_command_line(Config *c, int argc, char **argv, int is_gpu) {
-    config_defaults(c, is_gpu);
+static inline void config_from_command_line(Config *c, int argc, char **argv, int prog) {
+    config_defaults(c, prog);
     char err[512];
-    int rc = config_parse(c, argc, argv, is_gpu, err, sizeof(err));
+    int rc = config_parse(c, argc, argv, prog, err, sizeof(err));
     if (rc == 1) {
-        config_usage(stdout, argv[0], is_gpu);
+        config_usage(stdout, argv[0], prog);
         exit(0);
     }
     if (rc != 0) usage_error(argv[0], "%s", err);
+    if ((c->num_predict || c->grid_path[0]) && !c->eval_path[0])
+        usage_error(argv[0], "-%c goes with -e FILE: the checkpoint whose model to use", c->num_predict ? 'p' : 'i');
 }
 
 #endif // MLP_ARGS_H

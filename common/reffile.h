@@ -1,5 +1,5 @@
 /*
-Reader for the PyTorch reference files in dev/ref/ref_<act>.bin, written by
+Reader for the PyTorch reference files in tests/ref/ref_<act>.bin, written by
 dev/pytorch_reference.py (which documents the same format). Little-endian, no padding:
 
     int32 magic = 0x4D4C5052 ("MLPR"), int32 version = 1,
@@ -23,7 +23,7 @@ Every field is checked; a bad file gets a message naming it and what is wrong.
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
+#include "mlp.h"  // MAX_LAYERS, param_layout
 
 #define REF_MAGIC 0x4D4C5052
 #define REF_VERSION 1

@@ -1,10 +1,13 @@
 /*
 Host utilities shared by train_mlp_cpu.c, train_mlp.cu and the tests.
 
-Every call that can fail is checked here, and a failure prints ONE line that names
-where it happened (file:line), what went wrong, and a hint of what to try:
+Every call that can fail is checked here, and a failure prints ONE line that says what went
+wrong, in the user's terms, and a hint of what to try:
 
-    error: train_mlp_cpu.c:212: out of memory allocating 402653184 bytes ---> try: a smaller -b or -m
+    error: out of host memory allocating 402653184 bytes ---> try: a smaller batch (-b) or model (-m)
+
+With MLP_DEBUG=1 in the environment the line also names the source file and line that found
+the problem (CUDA errors always do: kernels/common.cuh).
 
 Exit codes used across the project:
     0  success
@@ -35,7 +38,9 @@ static inline void die_at(int code, const char *file, int line, const char *hint
     __attribute__((format(printf, 5, 6), noreturn));
 static inline void die_at(int code, const char *file, int line, const char *hint, const char *fmt, ...) {
     fflush(stdout);
-    fprintf(stderr, "error: %s:%d: ", file, line);
+    const char *debug = getenv("MLP_DEBUG");
+    if (debug && strcmp(debug, "0") != 0) fprintf(stderr, "error: %s:%d: ", file, line);
+    else fprintf(stderr, "error: ");
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -44,7 +49,7 @@ static inline void die_at(int code, const char *file, int line, const char *hint
     fprintf(stderr, "\n");
     exit(code);
 }
-// die(hint, fmt, ...): a runtime failure (exit 1), reported with the file:line that found it
+// die(hint, fmt, ...): a runtime failure (exit 1); with MLP_DEBUG=1, also the file:line that found it
 #define die(hint, ...) die_at(EXIT_RUNTIME, __FILE__, __LINE__, hint, __VA_ARGS__)
 
 // a bad command line (exit 2): the user's mistake, so no source location, and a pointer to -h
@@ -124,6 +129,27 @@ static inline int make_parent_dirs(const char *path) {
 static inline int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// ----------------------------------------------------------------------------
+// OpenMP on a shared machine
+
+// GNU OpenMP lets a thread that waits for work spin for a long while (about 300,000 rounds) before
+// it sleeps. On a machine whose cores are busy with other programs, the spinning threads take the
+// cores the working threads need, and every parallel loop waits for the slowest: an epoch of
+// train_mlp_cpu ran 3.5x slower with one of two cores busy (dev/NOTES.md, dev/cpu_under_load.sh).
+// A short spin (1,000 rounds: about a microsecond) keeps it as fast alone and within about 2.3x
+// under load. libgomp reads GOMP_SPINCOUNT when the program starts, before main, so main calls
+// this first: unless the user has set the variable (or OMP_WAIT_POLICY) themselves, it sets it and
+// starts the program again, once. Not built with OpenMP: nothing to do.
+static inline void openmp_spin_briefly(char **argv) {
+#ifdef _OPENMP
+    if (getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY")) return;
+    setenv("GOMP_SPINCOUNT", "1000", 1);
+    execv("/proc/self/exe", argv);  // returns only when it fails: then run on with the default spin
+#else
+    (void)argv;
+#endif
 }
 
 // ----------------------------------------------------------------------------

@@ -8,14 +8,21 @@ items as unsigned bytes:
     labels: 00 00 08 01 | n | n labels
 
 (0x08 means "unsigned byte"; the last magic byte is the number of dimensions.)
-zlib's gzread reads plain files unchanged, so one code path serves both forms.
+A file that starts with gzip's magic bytes (1f 8b) is inflated as it is read, whatever its name;
+any other file is read as it is.
 
-Nothing is trusted: the magic number, every dimension, the size computation (guarded
-against overflow), truncation, trailing bytes, that the image and label counts agree, and
-that every label is below the model's number of outputs. A failure returns -1 and writes
+Nothing is trusted (data/input.h says how, and gives the limits): the magic number; every
+dimension, and their product, computed in 64 bits and held to the limits; truncation; bytes
+after the data. A raw file's size is checked against its header before anything is allocated.
+A gzip file's header claim is first held to what its compressed size could inflate to
+(GZIP_MAX_RATIO), then its data is inflated in chunks into a buffer that starts at
+IDX_GZ_FIRST_BUFFER and doubles, never past the claim: memory follows the data really there,
+and a small file claiming 2 GB costs no more than what it holds. After the gzip stream only
+another gzip member may follow (concatenated members are legal gzip, and are read on); any
+other byte is refused (zlib's gzread would skip it silently).
+data/dataset.h checks that the image and label counts agree. A failure returns -1 and writes
 one line into err that names the file and what is wrong; the reader never exits, so the
-tests can call it. The dataset lives on the host as uint8 (47 MB for MNIST's 60k training
-images), and the GPU trainer copies it to the device once.
+tests (and the fuzz targets, tests/fuzz/) can call it. data/dataset.h builds the datasets on it.
 */
 #ifndef MLP_IDX_H
 #define MLP_IDX_H
@@ -26,49 +33,130 @@ images), and the GPU trainer copies it to the device once.
 #include <string.h>
 #include <zlib.h>
 
-#include "../common/args.h"
 #include "../common/utils.h"
+#include "input.h"  // the limits, data_open_file
 
-#define IDX_MAX_BYTES ((size_t)1 << 31)  // refuse item data above 2 GiB: int indexing stays safe
+#define IDX_GZ_FIRST_BUFFER ((int64_t)16 << 20)  // a gzip file's data buffer starts at 16 MiB
+#define IDX_GZ_CHUNK (1 << 16)                   // compressed bytes read at a time
 
+// The bytes of an IDX file, raw or inflated as they are read.
 typedef struct {
-    uint8_t *images;  // (n, rows*cols), row-major pixels
-    uint8_t *labels;  // (n)
-    int n, rows, cols;
-    char images_path[1100], labels_path[1100];
-} Dataset;
+    FILE *f;
+    const char *path;
+    int64_t size;            // the file's size in bytes
+    int gz;                  // 1: a gzip file
+    int z_ready;             // inflateInit2 done (inflateEnd is owed)
+    int ended;               // gzip: the last member has ended, and nothing follows it
+    z_stream z;
+    uint8_t in[IDX_GZ_CHUNK];  // compressed bytes, z.next_in points into it
+} IdxStream;
 
-// Reads exactly n bytes; returns the count read (short on truncation) or -1 on a gzip error.
-static inline long long idx_gzread_all(gzFile g, uint8_t *dst, size_t n) {
-    size_t done = 0;
-    while (done < n) {
-        size_t chunk = n - done > (1u << 30) ? (1u << 30) : n - done;
-        int got = gzread(g, dst + done, (unsigned)chunk);
-        if (got < 0) return -1;
-        if (got == 0) break;
-        done += (size_t)got;
+// gzip: tops up the compressed bytes in s->in (moving what is left to the front). Returns the
+// bytes available, or -1 on a read error (err set).
+static inline long idx_fill(IdxStream *s, char *err, size_t errlen) {
+    if (s->z.avail_in > 0 && s->z.next_in != s->in) memmove(s->in, s->z.next_in, s->z.avail_in);
+    s->z.next_in = s->in;
+    size_t got = fread(s->in + s->z.avail_in, 1, sizeof(s->in) - s->z.avail_in, s->f);
+    if (got == 0 && ferror(s->f)) {
+        snprintf(err, errlen, "%s: read error: %s", s->path, strerror(errno ? errno : EIO));
+        return -1;
     }
-    return (long long)done;
+    s->z.avail_in += (uInt)got;
+    return (long)s->z.avail_in;
 }
 
-static inline int idx_gzip_error(gzFile g, const char *path, char *err, size_t errlen) {
-    int zerr;
-    const char *msg = gzerror(g, &zerr);
-    const char *colon = strstr(msg, ": ");  // zlib prefixes the path; say it once
-    snprintf(err, errlen, "%s: corrupt gzip data: %s", path, colon ? colon + 2 : msg);
+// gzip: a member has just ended. What follows must be nothing, or another member (its magic
+// bytes 1f 8b), which is then read on. 0, or -1 with err set.
+static inline int idx_member_end(IdxStream *s, char *err, size_t errlen) {
+    if (s->z.avail_in < 2 && idx_fill(s, err, errlen) < 0) return -1;
+    if (s->z.avail_in == 0) {
+        s->ended = 1;
+        return 0;
+    }
+    if (s->z.avail_in >= 2 && s->z.next_in[0] == 0x1f && s->z.next_in[1] == 0x8b) {
+        inflateReset(&s->z);
+        return 0;
+    }
+    // how many bytes follow the stream: the rest of the file, from where inflate stopped
+    long pos = ftell(s->f);
+    long long extra = pos >= 0 ? (long long)(s->size - pos) + s->z.avail_in : (long long)s->z.avail_in;
+    snprintf(err, errlen,
+             "%s: %lld unexpected bytes after the end of the gzip stream (not another gzip member): the file was "
+             "damaged or appended to",
+             s->path, extra);
     return -1;
 }
 
-// The body of idx_read, on an open file: every return but the last is a failure.
-static inline int idx_read_open(gzFile g, const char *path, int ndims, uint8_t **data, uint32_t *dims, char *err,
-                                size_t errlen) {
+// Reads up to n bytes of data into dst. Returns the count (short only at the end of the data), or
+// -1 with err set: a read error, corrupt gzip data, bytes after the gzip stream.
+static inline int64_t idx_stream_read(IdxStream *s, uint8_t *dst, int64_t n, char *err, size_t errlen) {
+    int64_t done = 0;
+    if (!s->gz) {
+        while (done < n) {
+            size_t want = n - done > (1 << 30) ? (size_t)1 << 30 : (size_t)(n - done);
+            size_t got = fread(dst + done, 1, want, s->f);
+            if (got == 0) {
+                if (ferror(s->f)) {
+                    snprintf(err, errlen, "%s: read error: %s", s->path, strerror(errno ? errno : EIO));
+                    return -1;
+                }
+                break;
+            }
+            done += (int64_t)got;
+        }
+        return done;
+    }
+    while (done < n && !s->ended) {
+        if (s->z.avail_in == 0) {
+            long have = idx_fill(s, err, errlen);
+            if (have < 0) return -1;
+            if (have == 0) {
+                snprintf(err, errlen, "%s: truncated gzip file: the compressed data ends before the gzip stream "
+                         "does (%lld bytes of data so far)", s->path, (long long)(s->z.total_out));
+                return -1;
+            }
+        }
+        uInt room = n - done > (1 << 30) ? 1u << 30 : (uInt)(n - done);
+        s->z.next_out = dst + done;
+        s->z.avail_out = room;
+        int ret = inflate(&s->z, Z_NO_FLUSH);
+        done += room - s->z.avail_out;
+        if (ret == Z_STREAM_END) {
+            if (idx_member_end(s, err, errlen) != 0) return -1;
+        } else if (ret == Z_BUF_ERROR) {
+            // no progress possible: inflate wants more input, which the loop reads (or finds none)
+            if (s->z.avail_in > 0) {
+                snprintf(err, errlen, "%s: corrupt gzip data: inflate made no progress", s->path);
+                return -1;
+            }
+        } else if (ret != Z_OK) {
+            snprintf(err, errlen, "%s: corrupt gzip data: %s", s->path,
+                     s->z.msg ? s->z.msg : ret == Z_MEM_ERROR ? "out of memory" : "inflate failed");
+            return -1;
+        }
+    }
+    return done;
+}
+
+// "60000 x 28 x 28" for messages
+static inline void idx_format_dims(const uint32_t *dims, int ndims, char *out, size_t n) {
+    size_t k = 0;
+    out[0] = '\0';
+    for (int d = 0; d < ndims && k < n; d++) k += (size_t)snprintf(out + k, n - k, d ? " x %u" : "%u", dims[d]);
+}
+
+// The body of idx_read, on an open file of size bytes (path only names it in messages). On success
+// *data is malloc'ed and dims[0..ndims-1] are set; on failure *data may be left allocated for the
+// caller to free.
+static inline int idx_read_stream(IdxStream *s, int ndims, uint8_t **data, uint32_t *dims, char *err, size_t errlen) {
+    const char *path = s->path;
     uint8_t head[16];
-    size_t head_len = 4 + 4 * (size_t)ndims;
-    long long got = idx_gzread_all(g, head, head_len);
-    if (got < 0) return idx_gzip_error(g, path, err, errlen);
+    int64_t head_len = 4 + 4 * (int64_t)ndims;
+    int64_t got = idx_stream_read(s, head, head_len, err, errlen);
+    if (got < 0) return -1;
     if (got < 4) {
-        snprintf(err, errlen, "%s: truncated header: the file has %lld bytes, an IDX header needs %zu", path, got,
-                 head_len);
+        snprintf(err, errlen, "%s: truncated header: the file has %lld bytes, an IDX header needs %lld", path,
+                 (long long)got, (long long)head_len);
         return -1;
     }
     uint32_t magic = ((uint32_t)head[0] << 24) | ((uint32_t)head[1] << 16) | ((uint32_t)head[2] << 8) | head[3];
@@ -78,11 +166,15 @@ static inline int idx_read_open(gzFile g, const char *path, int ndims, uint8_t *
                  ndims == 3 ? "IDX unsigned-byte images, 3 dimensions" : "IDX unsigned-byte labels, 1 dimension");
         return -1;
     }
-    if ((size_t)got < head_len) {
-        snprintf(err, errlen, "%s: truncated header: %lld of its %zu bytes", path, got, head_len);
+    if (got < head_len) {
+        snprintf(err, errlen, "%s: truncated header: %lld of its %lld bytes", path, (long long)got,
+                 (long long)head_len);
         return -1;
     }
-    size_t total = 1;
+    // the sizes: each dimension at least 1, their product in 64 bits (three uint32 can pass 2^64:
+    // each step is checked for overflow)
+    uint64_t total = 1;
+    int too_large = 0;  // the product does not fit 64 bits
     for (int d = 0; d < ndims; d++) {
         const uint8_t *p = head + 4 + 4 * d;
         dims[d] = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
@@ -90,47 +182,132 @@ static inline int idx_read_open(gzFile g, const char *path, int ndims, uint8_t *
             snprintf(err, errlen, "%s: dimension %d is zero: the file holds no items", path, d);
             return -1;
         }
-        if (mul_overflows(total, dims[d], &total) || total > IDX_MAX_BYTES) {
-            snprintf(err, errlen, "%s: dimensions too large: their product exceeds %zu bytes", path, IDX_MAX_BYTES);
-            return -1;
-        }
+        if (total > UINT64_MAX / dims[d]) too_large = 1;
+        else total *= dims[d];
     }
-    *data = (uint8_t *)malloc(total);
-    if (!*data) {
-        snprintf(err, errlen, "%s: out of host memory for %zu bytes", path, total);
+    // what the file holds after its header: a raw file's size says; a gzip file's bounds it
+    int64_t present = s->size - head_len;
+    char shape[64];
+    idx_format_dims(dims, ndims, shape, sizeof(shape));
+    if (ndims == 3 && (uint64_t)dims[1] * dims[2] > (uint64_t)DATA_MAX_ITEM_BYTES) {
+        snprintf(err, errlen, "%s: dimensions too large: an image of %u x %u pixels is %llu bytes, more than the "
+                 "%lld this reader accepts (%s)", path, dims[1], dims[2], (unsigned long long)dims[1] * dims[2],
+                 (long long)DATA_MAX_ITEM_BYTES, shape);
         return -1;
     }
-    got = idx_gzread_all(g, *data, total);
-    if (got < 0) return idx_gzip_error(g, path, err, errlen);
-    if ((size_t)got < total) {
-        snprintf(err, errlen, "%s: truncated: the header promises %zu bytes of data, the file holds %lld", path, total,
-                 got);
+    if (too_large || total > (uint64_t)DATA_MAX_BYTES) {
+        char claim[64] = "more than 2^64";
+        if (!too_large) snprintf(claim, sizeof(claim), "%llu", (unsigned long long)total);
+        snprintf(err, errlen, "%s: dimensions too large: the header promises %s bytes of data (%s), more than the "
+                 "%lld this reader accepts%s", path, claim, shape, (long long)DATA_MAX_BYTES,
+                 s->gz ? "" : "; the file holds ");
+        if (!s->gz) snprintf(err + strlen(err), errlen - strlen(err), "%lld", (long long)present);
+        return -1;
+    }
+    if (!s->gz && (int64_t)total > present) {
+        snprintf(err, errlen, "%s: truncated: the header promises %llu bytes of data, the file holds %lld", path,
+                 (unsigned long long)total, (long long)present);
+        return -1;
+    }
+    if (!s->gz && (int64_t)total < present) {
+        snprintf(err, errlen, "%s: unexpected bytes after the %llu bytes of data the header promises (%lld more)",
+                 path, (unsigned long long)total, (long long)(present - (int64_t)total));
+        return -1;
+    }
+    if (s->gz && total > (uint64_t)GZIP_MAX_RATIO * (uint64_t)s->size) {
+        snprintf(err, errlen, "%s: truncated: the header promises %llu bytes of data, but a gzip file of %lld bytes "
+                 "inflates to at most %llu", path, (unsigned long long)total, (long long)s->size,
+                 (unsigned long long)GZIP_MAX_RATIO * (uint64_t)s->size);
+        return -1;
+    }
+    if (dims[0] > DATA_MAX_ITEMS) {
+        snprintf(err, errlen, "%s: %u items, more than the %lld this reader accepts", path, dims[0],
+                 (long long)DATA_MAX_ITEMS);
+        return -1;
+    }
+    // the data: a raw file's is all there (checked above); a gzip file's grows as it inflates
+    int64_t cap = s->gz && (int64_t)total > IDX_GZ_FIRST_BUFFER ? IDX_GZ_FIRST_BUFFER : (int64_t)total;
+    int64_t have = 0;
+    *data = (uint8_t *)malloc((size_t)cap);
+    if (!*data) {
+        snprintf(err, errlen, "%s: out of host memory for %lld bytes", path, (long long)cap);
+        return -1;
+    }
+    for (;;) {
+        got = idx_stream_read(s, *data + have, cap - have, err, errlen);
+        if (got < 0) return -1;
+        have += got;
+        if (have < cap || cap == (int64_t)total) break;  // the data ended, or all of it is here
+        int64_t grown = 2 * cap > (int64_t)total ? (int64_t)total : 2 * cap;
+        uint8_t *bigger = (uint8_t *)realloc(*data, (size_t)grown);
+        if (!bigger) {
+            snprintf(err, errlen, "%s: out of host memory for %lld bytes", path, (long long)grown);
+            return -1;
+        }
+        *data = bigger;
+        cap = grown;
+    }
+    if (have < (int64_t)total) {
+        snprintf(err, errlen, "%s: truncated: the header promises %llu bytes of data, the file holds %lld%s", path,
+                 (unsigned long long)total, (long long)have,
+                 s->gz ? "" : " (did the file change while being read?)");
         return -1;
     }
     uint8_t extra;
-    if (gzread(g, &extra, 1) != 0) {
-        snprintf(err, errlen, "%s: unexpected bytes after the %zu bytes of data the header promises", path, total);
+    got = idx_stream_read(s, &extra, 1, err, errlen);
+    if (got < 0) return -1;
+    if (got > 0) {
+        snprintf(err, errlen, "%s: unexpected bytes after the %llu bytes of data the header promises", path,
+                 (unsigned long long)total);
         return -1;
     }
     return 0;
+}
+
+// idx_read on a file already open: f holds size bytes (the fuzz targets pass a file in memory).
+static inline int idx_read_file(FILE *f, int64_t size, const char *path, int ndims, uint8_t **data, uint32_t *dims,
+                                char *err, size_t errlen) {
+    *data = NULL;
+    IdxStream *s = (IdxStream *)calloc(1, sizeof(IdxStream));
+    if (!s) {
+        snprintf(err, errlen, "%s: out of host memory", path);
+        return -1;
+    }
+    s->f = f;
+    s->path = path;
+    s->size = size;
+    // gzip or raw: the first two bytes say (an IDX file starts with 00 00)
+    int c0 = fgetc(f), c1 = c0 == EOF ? EOF : fgetc(f);
+    s->gz = c0 == 0x1f && c1 == 0x8b;
+    rewind(f);
+    int rc = -1;
+    if (s->gz) {
+        if (inflateInit2(&s->z, 16 + MAX_WBITS) != Z_OK) {  // 16 +: a gzip wrapper, its CRC-32 checked
+            snprintf(err, errlen, "%s: cannot start zlib's inflate", path);
+            goto done;
+        }
+        s->z_ready = 1;
+    }
+    rc = idx_read_stream(s, ndims, data, dims, err, errlen);
+done:
+    if (s->z_ready) inflateEnd(&s->z);
+    free(s);
+    if (rc != 0) {
+        free(*data);
+        *data = NULL;
+    }
+    return rc;
 }
 
 // Reads one IDX file of unsigned bytes with ndims dimensions (3: images, 1: labels).
 // On success *data is malloc'ed and dims[0..ndims-1] are set.
 static inline int idx_read(const char *path, int ndims, uint8_t **data, uint32_t *dims, char *err, size_t errlen) {
     *data = NULL;
-    errno = 0;
-    gzFile g = gzopen(path, "rb");
-    if (!g) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-        return -1;
-    }
-    int rc = idx_read_open(g, path, ndims, data, dims, err, errlen);
-    gzclose(g);
-    if (rc != 0) {
-        free(*data);
-        *data = NULL;
-    }
+    int64_t size;
+    FILE *f = data_open_file(path, &size, err, errlen);
+    if (!f) return -1;
+    int rc = idx_read_file(f, size, path, ndims, data, dims, err, errlen);
+    fclose(f);
     return rc;
 }
 
@@ -140,106 +317,6 @@ static inline int idx_find(const char *dir, const char *name, char *out, size_t 
     if (file_exists(out)) return 0;
     snprintf(out, n, "%s/%s.gz", dir, name);
     return file_exists(out) ? 0 : -1;
-}
-
-static inline void dataset_free(Dataset *ds) {
-    free(ds->images);
-    free(ds->labels);
-    ds->images = ds->labels = NULL;
-}
-
-// Loads split "train" or "t10k" from dir. Labels must be below num_classes.
-static inline int dataset_load(const char *dir, const char *split, int num_classes, Dataset *ds, char *err, size_t errlen) {
-    memset(ds, 0, sizeof(*ds));
-    char name[64];
-    snprintf(name, sizeof(name), "%s-images-idx3-ubyte", split);
-    if (idx_find(dir, name, ds->images_path, sizeof(ds->images_path)) != 0) {
-        snprintf(err, errlen, "%s: no %s or %s.gz in this directory", dir, name, name);
-        return -1;
-    }
-    snprintf(name, sizeof(name), "%s-labels-idx1-ubyte", split);
-    if (idx_find(dir, name, ds->labels_path, sizeof(ds->labels_path)) != 0) {
-        snprintf(err, errlen, "%s: no %s or %s.gz in this directory", dir, name, name);
-        return -1;
-    }
-    uint32_t idims[3], ldims[1];
-    if (idx_read(ds->images_path, 3, &ds->images, idims, err, errlen) != 0) return -1;
-    if (idx_read(ds->labels_path, 1, &ds->labels, ldims, err, errlen) != 0) {
-        dataset_free(ds);
-        return -1;
-    }
-    if (idims[0] != ldims[0]) {
-        snprintf(err, errlen, "%s: holds %u labels but %s holds %u images", ds->labels_path, ldims[0],
-                 ds->images_path, idims[0]);
-        dataset_free(ds);
-        return -1;
-    }
-    if (idims[0] > 0x7fffffffu) {
-        snprintf(err, errlen, "%s: %u items is more than this reader handles", ds->images_path, idims[0]);
-        dataset_free(ds);
-        return -1;
-    }
-    ds->n = (int)idims[0];
-    ds->rows = (int)idims[1];
-    ds->cols = (int)idims[2];
-    for (int i = 0; i < ds->n; i++) {
-        if (ds->labels[i] >= num_classes) {
-            snprintf(err, errlen, "%s: label %d of item %d is out of range: the model has %d outputs (last size of -m)",
-                     ds->labels_path, ds->labels[i], i, num_classes);
-            dataset_free(ds);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-// Which dataset is this? MNIST and Fashion-MNIST share a format but not a label histogram:
-// Fashion-MNIST's training set has exactly 6000 of each class, MNIST's has these counts.
-static inline const char *dataset_name(const Dataset *train) {
-    static const int mnist_train[10] = {5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949};
-    int count[256] = {0};
-    for (int i = 0; i < train->n; i++) count[train->labels[i]]++;
-    int is_mnist = train->n == 60000, is_fashion = train->n == 60000;
-    for (int c = 0; c < 10; c++) {
-        is_mnist &= count[c] == mnist_train[c];
-        is_fashion &= count[c] == 6000;
-    }
-    if (is_mnist) return "MNIST";
-    if (is_fashion) return "Fashion-MNIST";
-    return "an IDX dataset (not MNIST or Fashion-MNIST)";
-}
-
-// The default -d: the first of these that holds the training images.
-static inline const char *find_dataset_dir(void) {
-    static const char *const dirs[] = {"data/mnist", "data/fashion-mnist", "/usr/share/datasets/fashion-mnist"};
-    char path[1100];
-    for (int i = 0; i < 3; i++)
-        if (idx_find(dirs[i], "train-images-idx3-ubyte", path, sizeof(path)) == 0) return dirs[i];
-    return NULL;
-}
-
-// What both trainers do first: find the data, load both splits, and check that the model
-// fits them. Exits 1 on a bad file, 2 when -m does not match the images.
-static inline const char *load_datasets_or_die(Config *c, const char *prog, Dataset *train, Dataset *test) {
-    char err[1400];
-    if (!c->data_dir[0]) {
-        const char *dir = find_dataset_dir();
-        if (!dir)
-            die("make data (or -d DIR)",
-                "no dataset found in data/mnist, data/fashion-mnist or /usr/share/datasets/fashion-mnist");
-        snprintf(c->data_dir, sizeof(c->data_dir), "%s", dir);
-    }
-    int classes = c->sizes[c->L];
-    if (dataset_load(c->data_dir, "train", classes, train, err, sizeof(err)) != 0) die("make data", "%s", err);
-    if (dataset_load(c->data_dir, "t10k", classes, test, err, sizeof(err)) != 0) die("make data", "%s", err);
-    if (test->rows != train->rows || test->cols != train->cols)
-        die("make data", "%s: test images are %dx%d but training images are %dx%d", test->images_path,
-            test->rows, test->cols, train->rows, train->cols);
-    int pixels = train->rows * train->cols;
-    if (c->sizes[0] != pixels)
-        usage_error(prog, "-m: the first size is %d but the images have %d pixels (%dx%d); use -m %d,...",
-               c->sizes[0], pixels, train->rows, train->cols, pixels);
-    return dataset_name(train);
 }
 
 #endif // MLP_IDX_H

@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# Trainer A/B: the epoch time of two builds of train_mlp, run alternately on the same GPU, so that
+# Trainer A/B: the epoch time of two builds of the fast trainer, run alternately on the same GPU, so that
 # the machine's drift hits both alike. Prints one line per repetition and build: the median epoch
 # (epochs 2-5 of a 5-epoch run: the first one captures the CUDA graphs) of the wide model in TF32
 # and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one (784,128,10 sigmoid, batch 64).
-#   bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY (default ./train_mlp)] [REPS (default 3)]
-# e.g. build the old code in another checkout:  git worktree add /tmp/old main && make -C /tmp/old train
-#   bash dev/ab_trainer.sh /tmp/old/train_mlp
-# DATA: the dataset directory (default: .data/fashion-mnist, else Debian's Fashion-MNIST).
+#   bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY (default ./train_mlp_fast)] [REPS (default 3)]
+# e.g. build the old code in another checkout:  git worktree add /tmp/old main && make -C /tmp/old train_fast
+#   bash dev/ab_trainer.sh /tmp/old/train_mlp_fast
+# (Before issue 16 the fast trainer was ./train_mlp, built by `make train`, whose -f 1 is the same path.)
+# DATA: the dataset directory (default: the first of data/mnist, data/fashion-mnist, .data/fashion-mnist,
+# /usr/share/datasets/fashion-mnist that holds the data).
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -x "$1" ]; then
-    echo "usage: bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY] [REPS]  (OLD_BINARY must be an executable train_mlp)" >&2
+    echo "usage: bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY] [REPS]  (OLD_BINARY must be an executable fast trainer)" >&2
     exit 2
 fi
 OLD=$1
-NEW=${2:-./train_mlp}
+NEW=${2:-./train_mlp_fast}
 REPS=${3:-3}
-[ -x "$NEW" ] || { echo "error: $NEW is not an executable train_mlp ---> try: make train" >&2; exit 2; }
-DATA=${DATA:-.data/fashion-mnist}
-[ -e "$DATA" ] || DATA=/usr/share/datasets/fashion-mnist
+[ -x "$NEW" ] || { echo "error: $NEW is not an executable fast trainer ---> try: make train_fast" >&2; exit 2; }
+DATA=${DATA:-}
+if [ -z "$DATA" ]; then
+    for d in data/mnist data/fashion-mnist .data/fashion-mnist /usr/share/datasets/fashion-mnist; do
+        { [ -e "$d/train-images-idx3-ubyte.gz" ] || [ -e "$d/train-images-idx3-ubyte" ]; } && { DATA=$d; break; }
+    done
+fi
+[ -n "$DATA" ] || { echo "error: no dataset found ---> try: make data, or DATA=dir" >&2; exit 2; }
 
 epoch_ms() {  # binary, flags... -> median epoch time in ms over epochs 2..5, or FAIL
     "$@" -d "$DATA" -f 1 -n 5 -v 1000000 -o /tmp/ab_trainer.csv 2>&1 |

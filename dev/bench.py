@@ -4,19 +4,19 @@ bench.py -- `make bench`: our trainer against PyTorch, in one run, on one GPU (i
 
     python3 dev/bench.py                                # everything, 5 epochs each (1 warm-up)
     python3 dev/bench.py --data .data/fashion-mnist --epochs 5
-    python3 dev/bench.py --ours-only                     # only ./train_mlp (no PyTorch)
+    python3 dev/bench.py --ours-only                     # only ./train_mlp_fast (no PyTorch)
     python3 dev/bench.py --pytorch-json dev/out/bench_pytorch.json   # reuse PyTorch numbers
 
 What it runs, one after the other in this process tree:
-  1. ./train_mlp for each configuration, writing a CSV log per run (dev/out/ours_*.csv):
+  1. ./train_mlp_fast for each configuration, writing a CSV log per run (dev/out/ours_*.csv):
        small      -m 784,128,10 -a sigmoid -b 64              (FP32)
        wide       -m 784,1024,1024,10 -a relu -b 256           (FP32)
        wide TF32  the same with -x 1                            (TF32 tensor cores)
      all with -l 0.1 -k 0.9 -n EPOCHS -s SEED -d DATA -o LOG.csv
   2. dev/bench_pytorch.py for both configurations in its modes (eager, eager_tf32, compile,
      compile_cudagraphs), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
-     every PyTorch run starts from train_mlp -s SEED's initial weights and takes its batches in
-     train_mlp's epoch order (dev/mlpcu_init.py), so the two sides do the same computation up to
+     every PyTorch run starts from train_mlp_fast -s SEED's initial weights (the same in every
+     trainer of mlp.cu) and takes its batches in its epoch order (dev/mlpcu_init.py), so the two sides do the same computation up to
      float rounding and the accuracy comparison is not a matter of luck
 Then it prints one table and writes dev/out/bench.json, dev/out/bench.csv and
 dev/out/bench.md (a markdown table for the README, titled with the GPU's name and the date),
@@ -45,7 +45,18 @@ import struct
 import subprocess
 import sys
 
-from bench_pytorch import DATA_DIRS, default_data_dir  # where the data is looked for, once
+# Where the data is looked for when --data is not given: the trainers' places (data/idx.h
+# find_dataset_dir) and the CI's, the first that holds the four files of an MNIST-format dataset
+DATA_DIRS = ["data/mnist", "data/fashion-mnist", ".data/fashion-mnist", "/usr/share/datasets/fashion-mnist"]
+IDX_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+
+
+def default_data_dir():
+    """The first of DATA_DIRS with all four IDX files (raw or .gz), else the last one."""
+    for d in DATA_DIRS:
+        if all(os.path.exists(os.path.join(d, f)) or os.path.exists(os.path.join(d, f + ".gz")) for f in IDX_FILES):
+            return d
+    return DATA_DIRS[-1]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -63,7 +74,6 @@ CONFIGS = {
 # our runs: (config, mode, extra flags, TF32?)
 OUR_RUNS = [
     ("small", "fp32", [], False),
-    ("small", "fp32_persistent", ["-f", "2"], False),   # the persistent kernel, for comparison
     ("wide", "fp32", [], False),
     ("wide", "tf32", ["-x", "1"], True),
 ]
@@ -142,7 +152,7 @@ def num(v):
 
 
 def parse_ours_csv(path, warmup, n_train):
-    """Read train_mlp's CSV log. Returns a dict of the record's numbers (None where missing)."""
+    """Read train_mlp_fast's CSV log. Returns a dict of the record's numbers (None where missing)."""
     epochs, evals, summary, mems = [], [], None, []
     with open(path, newline="") as f:
         lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
@@ -189,7 +199,7 @@ def parse_ours_csv(path, warmup, n_train):
 
 
 def run_ours(trainer, config, mode, flags, tf32, args, n_train, gpu, seed=None):
-    """One run of train_mlp; seed None: the main run (--seed), else an accuracy-only run."""
+    """One run of train_mlp_fast; seed None: the main run (--seed), else an accuracy-only run."""
     cfg = CONFIGS[config]
     tag = "ours_%s_%s" % (config, mode) + ("" if seed is None else "_seed%d" % seed)
     seed = args.seed if seed is None else seed
@@ -211,7 +221,7 @@ def run_ours(trainer, config, mode, flags, tf32, args, n_train, gpu, seed=None):
         with open(log_txt, "w") as out:
             proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=args.timeout)
     except FileNotFoundError:
-        rec["status"] = "failed: %s not found ---> try: make train" % trainer
+        rec["status"] = "failed: %s not found ---> try: make train_fast" % trainer
         print("   " + rec["status"])
         return rec
     except subprocess.TimeoutExpired:
@@ -393,7 +403,7 @@ def row_cells(r):
     return cells
 
 
-MODE_ORDER = ["fp32", "fp32_persistent", "tf32", "eager", "eager_tf32", "compile", "compile_tf32",
+MODE_ORDER = ["fp32", "tf32", "eager", "eager_tf32", "compile", "compile_tf32",
               "compile_cudagraphs", "compile_cudagraphs_tf32"]
 
 
@@ -491,24 +501,24 @@ def write_outputs(records, targets, meta, out_dir):
 
 def parse_args():
     ap = argparse.ArgumentParser(
-        description="Benchmark ./train_mlp against PyTorch on the same models (issue 6); writes "
+        description="Benchmark ./train_mlp_fast against PyTorch on the same models (issue 6); writes "
                     "dev/out/bench.{json,csv,md}.")
     ap.add_argument("--data", default=None, help="IDX dataset directory; default: first of %s that exists"
                     % ", ".join(DATA_DIRS))
     ap.add_argument("--epochs", type=int, default=5, help="epochs per run, warm-up included (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="leading epochs left out of the median (default 1)")
     ap.add_argument("--seed", type=int, default=1337, help="seed for both trainers (default 1337)")
-    ap.add_argument("--trainer", default="./train_mlp", help="our trainer binary (default ./train_mlp)")
+    ap.add_argument("--trainer", default="./train_mlp_fast", help="our trainer binary (default ./train_mlp_fast)")
     ap.add_argument("--out-dir", default=os.path.join(HERE, "out"), help="output directory (default dev/out)")
     ap.add_argument("--ours-only", "--skip-pytorch", dest="skip_pytorch", action="store_true",
                     help="do not run PyTorch (its columns stay blank unless --pytorch-json is given)")
-    ap.add_argument("--skip-ours", action="store_true", help="do not run ./train_mlp")
+    ap.add_argument("--skip-ours", action="store_true", help="do not run ./train_mlp_fast")
     ap.add_argument("--pytorch-json", default=None,
                     help="take the PyTorch records from this JSON (bench_pytorch.py --json, or a bench.json) "
                          "instead of running bench_pytorch.py")
     ap.add_argument("--pytorch-modes", default="eager,eager_tf32,compile,compile_cudagraphs",
                     help="modes for bench_pytorch.py (default eager,eager_tf32,compile,compile_cudagraphs)")
-    ap.add_argument("--timeout", type=int, default=600, help="seconds allowed per train_mlp run (default 600)")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds allowed per train_mlp_fast run (default 600)")
     ap.add_argument("--pytorch-timeout", type=int, default=3600, help="seconds allowed for bench_pytorch.py")
     ap.add_argument("--acc-seeds", type=int, default=DEFAULT_ACC_SEEDS,
                     help="seeds the accuracy target is averaged over: --seed and the next ones; the others are "

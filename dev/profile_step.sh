@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# Per-kernel GPU time of one training step of train_mlp, with Nsight Compute (ncu):
+# Per-kernel GPU time of one training step of the fast trainer, with Nsight Compute (ncu):
 # profiles the kernels of steps 21..23 of a short run (after the graphs are captured) and
 # prints one line per kernel: name and duration in microseconds.
-#   bash dev/profile_step.sh [train_mlp flags...]      e.g. -m 784,1024,1024,10 -a relu -b 256
+#   bash dev/profile_step.sh [train_mlp_fast flags...]      e.g. -m 784,1024,1024,10 -a relu -b 256
+# TRAINER: the binary (default ./train_mlp_fast); DATA: the dataset directory (default: the first of
+# data/mnist, data/fashion-mnist, .data/fashion-mnist, /usr/share/datasets/fashion-mnist with the data)
 set -uo pipefail
-DATA=${DATA:-.data/fashion-mnist}
-[ -e "$DATA" ] || DATA=/usr/share/datasets/fashion-mnist
+TRAINER=${TRAINER:-./train_mlp_fast}
+DATA=${DATA:-}
+if [ -z "$DATA" ]; then
+  for d in data/mnist data/fashion-mnist .data/fashion-mnist /usr/share/datasets/fashion-mnist; do
+    { [ -e "$d/train-images-idx3-ubyte.gz" ] || [ -e "$d/train-images-idx3-ubyte" ]; } && { DATA=$d; break; }
+  done
+fi
 out=$(mktemp)
 ncu --clock-control none --graph-profiling node --metrics gpu__time_duration.sum --csv --print-units base \
     --launch-skip 250 --launch-count 40 \
-    ./train_mlp -d "$DATA" -n 1 -t 40 -v 40 -o /tmp/profile_step.csv "$@" >"$out" 2>&1
+    "$TRAINER" -d "$DATA" -n 1 -t 40 -v 40 -o /tmp/profile_step.csv "$@" >"$out" 2>&1
 python3 - "$out" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]

@@ -6,8 +6,8 @@ Builds the same MLP as train_mlp_cpu.c / train_mlp.cu in PyTorch (float32, TF32 
 few SGD steps on ONE fixed batch and writes every tensor of every step to a small binary file,
 one file per hidden activation:
 
-    python3 dev/pytorch_reference.py --out-dir dev/ref        # writes dev/ref/ref_{sigmoid,relu,tanh}.bin
-    python3 dev/pytorch_reference.py --check dev/ref/*.bin     # read back, verify, summarise
+    python3 dev/pytorch_reference.py --out-dir tests/ref        # writes tests/ref/ref_{sigmoid,relu,tanh}.bin
+    python3 dev/pytorch_reference.py --check tests/ref/*.bin     # read back, verify, summarise
     python3 dev/pytorch_reference.py --numpy --out-dir /tmp/r  # no torch: numpy twin writes the files
 
 The C tests (test_mlp, the CPU tests) read these files and compare their own forward, backward
@@ -428,9 +428,9 @@ def check_file(path, tol):
 
 def parse_args():
     ap = argparse.ArgumentParser(
-        description="Write (or check) the PyTorch reference files dev/ref/ref_<act>.bin "
+        description="Write (or check) the PyTorch reference files tests/ref/ref_<act>.bin "
                     "that the C tests compare against. The format is in this file's docstring.")
-    ap.add_argument("--out-dir", default="dev/ref", help="where ref_<act>.bin go (default dev/ref)")
+    ap.add_argument("--out-dir", default="tests/ref", help="where ref_<act>.bin go (default tests/ref)")
     ap.add_argument("--acts", default="sigmoid,relu,tanh", help="activations, comma separated")
     ap.add_argument("--sizes", default="13,11,7,5", help="layer sizes s0,...,sL (default 13,11,7,5)")
     ap.add_argument("--batch", type=int, default=6, help="batch size B (default 6)")

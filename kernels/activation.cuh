@@ -12,49 +12,66 @@ n run on any grid.
 #ifndef MLP_ACTIVATION_CUH
 #define MLP_ACTIVATION_CUH
 
+#include "../common/mlp.h"  // ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE
 #include "common.cuh"
+#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
 
-// the activation and its derivative from the output, shared with the fused fast kernels
+// the activation, and its derivative from the output: __device__ functions, so the fused
+// kernels of kernels/fast/ apply them in their epilogues too
 __device__ __forceinline__ float activation_apply(float x, int act) {
     switch (act) {
-    case 0: return 1.0f / (1.0f + expf(-x));   // sigmoid
-    case 1: return x > 0.0f ? x : 0.0f;        // relu
-    case 2: return tanhf(x);                   // tanh
-    default: return x;                         // none
+    case ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case ACT_TANH: return tanhf(x);
+    default: return x;  // ACT_NONE
     }
 }
 __device__ __forceinline__ float activation_grad_from_output(float y, int act) {
     switch (act) {
-    case 0: return y * (1.0f - y);
-    case 1: return y > 0.0f ? 1.0f : 0.0f;
-    case 2: return 1.0f - y * y;
-    default: return 1.0f;
+    case ACT_SIGMOID: return y * (1.0f - y);
+    case ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
+    case ACT_TANH: return 1.0f - y * y;
+    default: return 1.0f;  // ACT_NONE
     }
 }
 
-__global__ void activation_forward_kernel(float *x, size_t n, int act) {
+static __global__ void activation_forward_kernel(float *x, size_t n, int act) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         x[i] = activation_apply(x[i], act);
 }
 
 // dx *= act'(y)
-__global__ void activation_backward_kernel(float *dx, const float *y, size_t n, int act) {
+static __global__ void activation_backward_kernel(float *dx, const float *y, size_t n, int act) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dx[i] *= activation_grad_from_output(y[i], act);
 }
 
+// blocks of 256 threads for n elements, at most 65535 of them (the grid-stride loop does the rest)
 static inline int elementwise_blocks(size_t n) {
     size_t blocks = CEIL_DIV(n, (size_t)256);
     return (int)(blocks < 65535 ? blocks : 65535);
 }
 
-static inline void activation_forward(float *x, size_t n, int act, cudaStream_t stream) {
-    activation_forward_kernel<<<elementwise_blocks(n), 256, 0, stream>>>(x, n, act);
+// ----------------------------------------------------------------------------
+// launchers
+
+// the FLOPs of one element, forward and backward (exp and tanh counted as one each)
+static const int ACT_FWD_FLOPS[] = {3, 1, 1, 0}, ACT_BWD_FLOPS[] = {3, 1, 3, 0};
+
+static inline void activation_forward(float *x, size_t n, int act) {
+    TraceEntry *t = trace_begin();
+    activation_forward_kernel<<<elementwise_blocks(n), 256>>>(x, n, act);
     cudaCheck(cudaGetLastError());
+    trace_end(t, act == ACT_SIGMOID ? "sigmoid_forward" : act == ACT_RELU ? "relu_forward" : "tanh_forward",
+              dim3(elementwise_blocks(n)), dim3(256), 8.0 * n, (double)ACT_FWD_FLOPS[act] * n, "x %zu -> x (in place)", n);
 }
-static inline void activation_backward(float *dx, const float *y, size_t n, int act, cudaStream_t stream) {
-    activation_backward_kernel<<<elementwise_blocks(n), 256, 0, stream>>>(dx, y, n, act);
+static inline void activation_backward(float *dx, const float *y, size_t n, int act) {
+    TraceEntry *t = trace_begin();
+    activation_backward_kernel<<<elementwise_blocks(n), 256>>>(dx, y, n, act);
     cudaCheck(cudaGetLastError());
+    trace_end(t, act == ACT_SIGMOID ? "sigmoid_backward" : act == ACT_RELU ? "relu_backward" : "tanh_backward",
+              dim3(elementwise_blocks(n)), dim3(256), 12.0 * n, (double)ACT_BWD_FLOPS[act] * n,
+              "dx %zu, y %zu -> dx (in place)", n, n);
 }
 
 #endif // MLP_ACTIVATION_CUH

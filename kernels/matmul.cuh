@@ -1,27 +1,30 @@
 /*
-The linear layer, simple version: one thread per output element, a plain loop over the
-shared dimension. Clear first; the fast path (kernels/matmul_fast.cuh, dev/cuda/) is
-validated against these. CPU twins: matmul_forward_cpu, matmul_backward_cpu.
+The linear layer: one thread per output element, a plain loop over the shared dimension.
+The article's matmul kernel, in the layout PyTorch's nn.Linear uses. CPU twins:
+matmul_forward_cpu, matmul_backward_cpu. The fast tier (kernels/fast/, dev/cuda/) is
+validated against these.
 
 Shapes: B batch, IN input features, OUT output features. W is (OUT, IN) row-major, like
 PyTorch's nn.Linear, so that
-    forward   out(B,OUT)     = inp(B,IN) · W(OUT,IN)ᵀ + bias(OUT)
-    backward  dinp(B,IN)     = dout(B,OUT) · W(OUT,IN)
+    forward   out(B,OUT)      = inp(B,IN) · W(OUT,IN)ᵀ + bias(OUT)
+    backward  dinp(B,IN)      = dout(B,OUT) · W(OUT,IN)
               dweight(OUT,IN) = dout(B,OUT)ᵀ · inp(B,IN)
-              dbias(OUT)     = Σ_b dout(b, :)           (a column sum)
+              dbias(OUT)      = Σ_b dout(b, :)           (a column sum)
 Threads along x walk the fastest-changing index of what they write (o, i), so neighbouring
 threads of a warp read neighbouring addresses of W or inp (coalesced) wherever the loop
-allows it. Each output is summed by one thread in a fixed order: no atomics, so the result
-is the same, bit for bit, on every run.
+allows it. (The article puts the row on x instead: then the 32 threads of a warp write 32
+different rows, 32 separate memory transactions where one would do.) Each output is summed
+by one thread in a fixed order: no atomics, so the result is the same, bit for bit, on
+every run.
 */
 #ifndef MLP_MATMUL_CUH
 #define MLP_MATMUL_CUH
 
 #include "common.cuh"
-#include "sgd.cuh"  // sgd_one, for the bias update fused into the fast dbias
+#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
 
 // one thread per out[b][o]
-__global__ void matmul_forward_kernel(float *out, const float *inp, const float *weight, const float *bias, int B,
+static __global__ void matmul_forward_kernel(float *out, const float *inp, const float *weight, const float *bias, int B,
                                       int IN, int OUT) {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     int b = blockIdx.y * blockDim.y + threadIdx.y;
@@ -34,7 +37,7 @@ __global__ void matmul_forward_kernel(float *out, const float *inp, const float 
 }
 
 // one thread per dinp[b][i]: the i-th column of W, weighted by the b-th row of dout
-__global__ void matmul_backward_dinp_kernel(float *dinp, const float *dout, const float *weight, int B, int IN,
+static __global__ void matmul_backward_dinp_kernel(float *dinp, const float *dout, const float *weight, int B, int IN,
                                             int OUT) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int b = blockIdx.y * blockDim.y + threadIdx.y;
@@ -45,7 +48,7 @@ __global__ void matmul_backward_dinp_kernel(float *dinp, const float *dout, cons
 }
 
 // one thread per dweight[o][i]: a sum over the batch
-__global__ void matmul_backward_dweight_kernel(float *dweight, const float *dout, const float *inp, int B, int IN,
+static __global__ void matmul_backward_dweight_kernel(float *dweight, const float *dout, const float *inp, int B, int IN,
                                                int OUT) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int o = blockIdx.y * blockDim.y + threadIdx.y;
@@ -56,7 +59,7 @@ __global__ void matmul_backward_dweight_kernel(float *dweight, const float *dout
 }
 
 // one thread per dbias[o]: the column sum of dout
-__global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, int B, int OUT) {
+static __global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, int B, int OUT) {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OUT) return;
     float sum = 0.0f;
@@ -64,78 +67,44 @@ __global__ void matmul_backward_dbias_kernel(float *dbias, const float *dout, in
     dbias[o] = sum;
 }
 
-// The fast bias gradient: the same column sum, spread over a (32 x 32) block per 32 columns.
-// Thread (x, y) sums rows y, y + 32, ... of column x; then the 32 partial sums of a column
-// are added in a fixed tree order in shared memory. Still no atomics, so still bitwise
-// reproducible; but 32x the threads in flight, which matters when OUT is 1024 and B is 256
-// (the one-thread-per-column kernel above measured 11 us there on an H200).
-#define DBIAS_TILE 32
-// With param != NULL, the SGD step of the bias is fused in: the thread that writes dbias[o]
-// also updates param[o] and mbuf[o] (kernels/sgd.cuh).
-// The body, for columns o0 .. o0 + 31 and thread (x, y) of the block; every thread of the block
-// calls it (it synchronises the block). kernels/head.cuh calls it too.
-__device__ void dbias_tile(float *dbias, const float *dout, int B, int OUT, int o0, int x, int y, float *param,
-                           float *mbuf, float lr, float mu, float wd) {
-    __shared__ float partial[DBIAS_TILE][DBIAS_TILE + 1];  // +1: no bank conflicts on the column walk
-    int o = o0 + x;
-    float sum = 0.0f;
-    if (o < OUT)
-        for (int b = y; b < B; b += DBIAS_TILE) sum += dout[(size_t)b * OUT + o];
-    partial[y][x] = sum;
-    __syncthreads();
-    for (int stride = DBIAS_TILE / 2; stride > 0; stride /= 2) {
-        if (y < stride) partial[y][x] += partial[y + stride][x];
-        __syncthreads();
-    }
-    if (y == 0 && o < OUT) {
-        dbias[o] = partial[0][x];
-        if (param) sgd_one(param[o], partial[0][x], mbuf[o], lr, mu, wd);
-    }
-}
-
-__global__ void matmul_backward_dbias_tiled_kernel(float *dbias, const float *dout, int B, int OUT, float *param,
-                                                   float *mbuf, float lr, float mu, float wd) {
-    dbias_tile(dbias, dout, B, OUT, blockIdx.x * DBIAS_TILE, threadIdx.x, threadIdx.y, param, mbuf, lr, mu, wd);
-}
-
 // ----------------------------------------------------------------------------
-// launchers
+// launchers: blocks of 32 x 8 threads, as many blocks as it takes to cover the output
 
 static inline void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
-                                  int OUT, cudaStream_t stream) {
+                                  int OUT) {
     dim3 block(32, 8);
     dim3 grid(CEIL_DIV(OUT, 32), CEIL_DIV(B, 8));
-    matmul_forward_kernel<<<grid, block, 0, stream>>>(out, inp, weight, bias, B, IN, OUT);
+    TraceEntry *t = trace_begin();
+    matmul_forward_kernel<<<grid, block>>>(out, inp, weight, bias, B, IN, OUT);
     cudaCheck(cudaGetLastError());
-}
-
-// the bias gradient: a column sum of dout (the simple kernel)
-static inline void matmul_backward_dbias(float *dbias, const float *dout, int B, int OUT, cudaStream_t stream) {
-    matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128, 0, stream>>>(dbias, dout, B, OUT);
-    cudaCheck(cudaGetLastError());
-}
-
-// the fast path's: the tiled kernel, and with param != NULL the bias's SGD step fused in
-static inline void matmul_backward_dbias_fast(float *dbias, const float *dout, int B, int OUT, float *param,
-                                              float *mbuf, float lr, float mu, float wd, cudaStream_t stream) {
-    matmul_backward_dbias_tiled_kernel<<<CEIL_DIV(OUT, DBIAS_TILE), dim3(DBIAS_TILE, DBIAS_TILE), 0, stream>>>(
-        dbias, dout, B, OUT, param, mbuf, lr, mu, wd);
-    cudaCheck(cudaGetLastError());
+    trace_end(t, "matmul_forward", grid, block, 4.0 * ((double)B * IN + (double)OUT * IN + OUT + (double)B * OUT),
+              2.0 * B * IN * OUT, "inp %dx%d, W %dx%d, b -> out %dx%d", B, IN, OUT, IN, B, OUT);
 }
 
 // dinp may be NULL (the first layer: its input is data, no gradient needed)
 static inline void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                                   const float *weight, int B, int IN, int OUT, cudaStream_t stream) {
+                                   const float *weight, int B, int IN, int OUT) {
     dim3 block(32, 8);
+    TraceEntry *t;
     if (dinp) {
-        matmul_backward_dinp_kernel<<<dim3(CEIL_DIV(IN, 32), CEIL_DIV(B, 8)), block, 0, stream>>>(dinp, dout, weight,
-                                                                                                 B, IN, OUT);
+        dim3 grid(CEIL_DIV(IN, 32), CEIL_DIV(B, 8));
+        t = trace_begin();
+        matmul_backward_dinp_kernel<<<grid, block>>>(dinp, dout, weight, B, IN, OUT);
         cudaCheck(cudaGetLastError());
+        trace_end(t, "matmul_backward_dinp", grid, block, 4.0 * ((double)B * OUT + (double)OUT * IN + (double)B * IN),
+                  2.0 * B * IN * OUT, "dout %dx%d, W %dx%d -> dinp %dx%d", B, OUT, OUT, IN, B, IN);
     }
-    matmul_backward_dweight_kernel<<<dim3(CEIL_DIV(IN, 32), CEIL_DIV(OUT, 8)), block, 0, stream>>>(dweight, dout, inp,
-                                                                                                   B, IN, OUT);
+    dim3 grid(CEIL_DIV(IN, 32), CEIL_DIV(OUT, 8));
+    t = trace_begin();
+    matmul_backward_dweight_kernel<<<grid, block>>>(dweight, dout, inp, B, IN, OUT);
     cudaCheck(cudaGetLastError());
-    matmul_backward_dbias(dbias, dout, B, OUT, stream);
+    trace_end(t, "matmul_backward_dweight", grid, block, 4.0 * ((double)B * OUT + (double)B * IN + (double)OUT * IN),
+              2.0 * B * IN * OUT, "dout %dx%d, inp %dx%d -> dW %dx%d", B, OUT, B, IN, OUT, IN);
+    t = trace_begin();
+    matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128>>>(dbias, dout, B, OUT);
+    cudaCheck(cudaGetLastError());
+    trace_end(t, "matmul_backward_dbias", dim3(CEIL_DIV(OUT, 128)), dim3(128), 4.0 * ((double)B * OUT + OUT),
+              (double)B * OUT, "dout %dx%d -> db %d", B, OUT, OUT);
 }
 
 #endif // MLP_MATMUL_CUH

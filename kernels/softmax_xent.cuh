@@ -7,30 +7,25 @@ CPU twin: softmax_xent_forward_backward_cpu.
     loss         = (1/B) Σ_b loss_b
     dlogits(B,C) = (softmax(logits_b) - onehot(label_b)) / B
 
-The step counter. The trainer keeps the number of the current step in device memory, so
-that the same kernels, captured once into a CUDA graph, can be replayed for every step:
-gather_batch reads it to find the step's rows of the permutation, and the kernel that ends
-the step's loss computation writes the mean loss to step_losses[*step] and then advances it
-(here loss_mean_kernel or softmax_xent_fused_kernel; with the fused head of kernels/head.cuh,
-head_batch_sums_kernel).
-The host reads step_losses only when it prints a log line.
-
-Versions:
-  simple: softmax_xent_forward_backward_kernel (one thread per row) then
-          loss_mean_kernel (one block sums the B losses in a fixed order: no atomics)
-  fast:   softmax_xent_fused_kernel: one block does it all, a thread per row, then the same
-          fixed-order block sum; one launch instead of two
-  eval:   softmax_xent_eval_kernel: per-row loss and whether the argmax is the label
+Kernels:
+  softmax_xent_forward_backward_kernel   one thread per row: its loss and its dlogits
+  loss_mean_kernel                       one block adds the B losses in a fixed order (no atomics,
+                                         so the same bits on every run) and stores the mean
+  softmax_xent_eval_kernel               evaluation: each row's loss, and whether its largest
+                                         logit is the label
+  sum_two_kernel                         two fixed-order sums at once (evaluation's totals)
 */
 #ifndef MLP_SOFTMAX_XENT_CUH
 #define MLP_SOFTMAX_XENT_CUH
 
 #include "common.cuh"
+#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
 
-#define LOSS_THREADS 1024  // the one block of loss_mean_kernel, softmax_xent_fused_kernel and sum_two_kernel
+#define LOSS_THREADS 1024  // the one block of loss_mean_kernel and sum_two_kernel
 
 // One row, the math of softmax_xent_forward_backward_cpu: writes the row's dlogits (C) when
-// drow is not NULL and returns the row's loss. Every path's loss goes through here.
+// drow is not NULL and returns the row's loss. Every softmax kernel here and in kernels/fast/
+// goes through this function.
 __device__ __forceinline__ float softmax_xent_row(float *drow, const float *z, int label, int C, int B) {
     float maxz = z[0];
     for (int c = 1; c < C; c++) maxz = fmaxf(maxz, z[c]);
@@ -46,7 +41,7 @@ __device__ __forceinline__ float softmax_xent_row(float *drow, const float *z, i
 }
 
 // one thread per row
-__global__ void softmax_xent_forward_backward_kernel(float *dlogits, float *losses, const float *logits,
+static __global__ void softmax_xent_forward_backward_kernel(float *dlogits, float *losses, const float *logits,
                                                      const int *labels, int B, int C) {
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= B) return;
@@ -67,38 +62,15 @@ __device__ double block_sum_fixed_order(const float *v, int n, double *shared) {
     return shared[0];
 }
 
-// step_losses[*step] = mean(losses); then ++*step. Launch with one block of LOSS_THREADS.
-__global__ void loss_mean_kernel(float *step_losses, int *step, const float *losses, int B) {
+// *loss = mean(losses[0..B)). Launch with one block of LOSS_THREADS.
+static __global__ void loss_mean_kernel(float *loss, const float *losses, int B) {
     __shared__ double shared[LOSS_THREADS];
     double total = block_sum_fixed_order(losses, B, shared);
-    if (threadIdx.x == 0) {
-        step_losses[*step] = (float)(total / B);
-        *step += 1;
-    }
+    if (threadIdx.x == 0) *loss = (float)(total / B);
 }
 
-// The fast version: one launch instead of two. One block of LOSS_THREADS threads, a thread
-// per row (rows t, t + LOSS_THREADS, ...): each thread's loads are independent of the other
-// rows', so all rows are in flight at once. (A warp per row with shuffles looks parallel, but
-// for C = 10 it leaves 22 lanes idle and walks the rows of a warp one after another: it
-// measured 11 us at B = 64 and 40 us at B = 256 on an H200, against ~3 us for this.)
-__global__ void __launch_bounds__(LOSS_THREADS)
-    softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step, const float *logits,
-                              const int *labels, int B, int C) {
-    __shared__ double shared[LOSS_THREADS];
-    pdl_wait();  // launched with PDL: the logits are the previous kernel's output (kernels/common.cuh)
-    for (int b = threadIdx.x; b < B; b += blockDim.x)
-        losses[b] = softmax_xent_row(dlogits + (size_t)b * C, logits + (size_t)b * C, labels[b], C, B);
-    __syncthreads();  // every row's loss is written before the block sums them
-    double total = block_sum_fixed_order(losses, B, shared);
-    if (threadIdx.x == 0) {
-        step_losses[*step] = (float)(total / B);
-        *step += 1;
-    }
-}
-
-// evaluation: losses[b] and correct[b] (1 when the largest logit, first on ties, is the label)
-__global__ void softmax_xent_eval_kernel(float *losses, float *correct, const float *logits, const int *labels, int B,
+// evaluation: losses[b] and correct[b] (1 when the largest logit, the first on ties, is the label)
+static __global__ void softmax_xent_eval_kernel(float *losses, float *correct, const float *logits, const int *labels, int B,
                                          int C) {
     int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= B) return;
@@ -111,7 +83,7 @@ __global__ void softmax_xent_eval_kernel(float *losses, float *correct, const fl
 }
 
 // out[0] = Σ a, out[1] = Σ b over n values each, in a fixed order (one block)
-__global__ void sum_two_kernel(double *out, const float *a, const float *b, int n) {
+static __global__ void sum_two_kernel(double *out, const float *a, const float *b, int n) {
     __shared__ double shared[LOSS_THREADS];
     double sa = block_sum_fixed_order(a, n, shared);
     __syncthreads();
@@ -125,29 +97,28 @@ __global__ void sum_two_kernel(double *out, const float *a, const float *b, int 
 // ----------------------------------------------------------------------------
 // launchers
 
-static inline void softmax_xent_forward_backward(float *dlogits, float *losses, float *step_losses, int *step,
-                                                 const float *logits, const int *labels, int B, int C, int fused,
-                                                 cudaStream_t stream) {
-    if (fused) {  // with PDL: it always follows the last layer's forward kernel in the same stream
-        launch_pdl(softmax_xent_fused_kernel, dim3(1), dim3(LOSS_THREADS), 0, stream, dlogits, losses, step_losses, step,
-                   logits, labels, B, C);
-        cudaCheck(cudaGetLastError());
-        return;
-    }
-    softmax_xent_forward_backward_kernel<<<CEIL_DIV(B, 128), 128, 0, stream>>>(dlogits, losses, logits, labels, B, C);
+// losses (B) and dlogits (B, C) from the logits, then their mean into *loss (one float on the device)
+static inline void softmax_xent_forward_backward(float *loss, float *dlogits, float *losses, const float *logits,
+                                                 const int *labels, int B, int C) {
+    TraceEntry *t = trace_begin();
+    softmax_xent_forward_backward_kernel<<<CEIL_DIV(B, 128), 128>>>(dlogits, losses, logits, labels, B, C);
     cudaCheck(cudaGetLastError());
-    loss_mean_kernel<<<1, LOSS_THREADS, 0, stream>>>(step_losses, step, losses, B);
+    trace_end(t, "softmax_xent_forward_backward", dim3(CEIL_DIV(B, 128)), dim3(128), 4.0 * (2.0 * B * C + 2.0 * B),
+              6.0 * B * C, "logits %dx%d, labels %d -> dlogits, losses", B, C, B);
+    t = trace_begin();
+    loss_mean_kernel<<<1, LOSS_THREADS>>>(loss, losses, B);
     cudaCheck(cudaGetLastError());
+    trace_end(t, "loss_mean", dim3(1), dim3(LOSS_THREADS), 4.0 * (B + 1), (double)B, "losses %d -> loss", B);
 }
 
 static inline void softmax_xent_eval(float *losses, float *correct, const float *logits, const int *labels, int B,
-                                     int C, cudaStream_t stream) {
-    softmax_xent_eval_kernel<<<CEIL_DIV(B, 128), 128, 0, stream>>>(losses, correct, logits, labels, B, C);
+                                     int C) {
+    softmax_xent_eval_kernel<<<CEIL_DIV(B, 128), 128>>>(losses, correct, logits, labels, B, C);
     cudaCheck(cudaGetLastError());
 }
 
-static inline void sum_two(double *out, const float *a, const float *b, int n, cudaStream_t stream) {
-    sum_two_kernel<<<1, LOSS_THREADS, 0, stream>>>(out, a, b, n);
+static inline void sum_two(double *out, const float *a, const float *b, int n) {
+    sum_two_kernel<<<1, LOSS_THREADS>>>(out, a, b, n);
     cudaCheck(cudaGetLastError());
 }
 

@@ -5,7 +5,7 @@ The CPU tests of mlp.cu (no GPU needed), run by `make test`:
      itself, each of which must get its own message, and never a crash;
   3. the train_mlp_cpu binary on bad data and bad flags: exit code 1 or 2 and one line,
      never a signal;
-  4. the CPU math against PyTorch (dev/ref/ref_*.bin, see tests/ref_cpu.h);
+  4. the CPU math against PyTorch (tests/ref/ref_*.bin, see tests/ref_cpu.h);
   5. a short end-to-end training run on Fashion-MNIST whose loss must go down.
 Usage: tests/bin/test_cpu [path/to/train_mlp_cpu]   (default ./train_mlp_cpu)
 */
@@ -28,8 +28,8 @@ static int parse_line(const char *line, Config *c, char *err, size_t errlen) {
     snprintf(buf, sizeof(buf), "prog %s", line);
     for (char *tok = strtok(buf, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
     argv[argc] = NULL;
-    config_defaults(c, 0);
-    return config_parse(c, argc, argv, 0, err, errlen);
+    config_defaults(c, PROG_CPU);
+    return config_parse(c, argc, argv, PROG_CPU, err, errlen);
 }
 
 static void test_args(void) {
@@ -67,7 +67,8 @@ static void test_args(void) {
         {"-a softsign", "unknown activation 'softsign'"},
         {"-n", "flag -n needs a value"},
         {"-q 3", "unknown flag -q"},
-        {"-x 1", "for the GPU trainer (train_mlp) only"},
+        {"-x 1", "flag -x is for train_mlp_fast only"},
+        {"-f 1", "flag -f is for train_mlp_fast only"},
         {"stray", "unexpected argument 'stray'"},
         {"-s -1", "must not be negative"},
         {"-n 0", "-n: 0 is out of range"},
@@ -76,11 +77,14 @@ static void test_args(void) {
         rc = parse_line(bad[i].line, &c, err, sizeof(err));
         check(rc == 2 && strstr(err, bad[i].expect) != NULL, "'%s' -> exit 2, \"%s\"", bad[i].line, err);
     }
-    // the GPU trainer accepts its own flags
+    // the fast trainer accepts its own flags, the readable GPU trainer does not
     char *argv[] = {"prog", "-x", "1", "-f", "0", NULL};
-    config_defaults(&c, 1);
-    check(config_parse(&c, 5, argv, 1, err, sizeof(err)) == 0 && c.tf32 == 1 && c.path == PATH_SIMPLE,
-          "the GPU trainer's -x and -f parse");
+    config_defaults(&c, PROG_FAST);
+    check(config_parse(&c, 5, argv, PROG_FAST, err, sizeof(err)) == 0 && c.tf32 == 1 && c.path == PATH_LAUNCH,
+          "the fast trainer's -x and -f parse");
+    config_defaults(&c, PROG_GPU);
+    check(config_parse(&c, 5, argv, PROG_GPU, err, sizeof(err)) == 2 && strstr(err, "-x is for train_mlp_fast only"),
+          "the readable GPU trainer refuses -x: \"%s\"", err);
 }
 
 // ----------------------------------------------------------------------------
@@ -157,16 +161,20 @@ typedef struct {
 static void test_idx(void) {
     section("IDX reader: good files");
     char dir[512], err[1400];
-    Dataset ds;
+    Dataset ds, test;
     for (int gz = 0; gz < 2; gz++) {
         snprintf(dir, sizeof(dir), "%s/good%s", tmpdir, gz ? "_gz" : "");
         make_dataset(gz ? "good_gz" : "good", gz);
-        int rc = dataset_load(dir, "train", 10, &ds, err, sizeof(err));
-        int good = rc == 0 && ds.n == 12 && ds.rows == 4 && ds.cols == 5 && ds.images[21] == (uint8_t)(21 * 7) &&
-                   ds.labels[11] == 1;
-        check(good, "%s files: 12 images of 4x5, pixels and labels as written%s%s", gz ? ".gz" : "raw",
+        int rc = dataset_load_both(dir, &ds, &test, err, sizeof(err));
+        int good = rc == 0 && ds.n == 12 && ds.rows == 4 && ds.cols == 5 && ds.channels == 1 &&
+                   ds.images[21] == (uint8_t)(21 * 7) && ds.labels[11] == 1 && ds.num_classes == 10 && test.n == 5 &&
+                   strcmp(ds.class_names[3], "3") == 0;
+        check(good, "%s files: 12 images of 4x5, pixels and labels as written, 10 classes%s%s", gz ? ".gz" : "raw",
               rc ? ": " : "", rc ? err : "");
-        if (rc == 0) dataset_free(&ds);
+        if (rc == 0) {
+            dataset_free(&ds);
+            dataset_free(&test);
+        }
     }
 
     section("IDX reader: malformed files (each must be refused with its own message)");
@@ -203,10 +211,10 @@ static void test_idx(void) {
     make_dataset("count", 0);
     n = make_labels(buf, 0x801, 11, 11, 0);
     replace_file("count", "train-labels-idx1-ubyte", buf, n, 0);
-    // a label of 10 for a 10-class model
+    // a test label (10) that no training item has (labels 0-9)
     make_dataset("label", 0);
-    n = make_labels(buf, 0x801, 12, 12, 10);
-    replace_file("label", "train-labels-idx1-ubyte", buf, n, 0);
+    n = make_labels(buf, 0x801, 5, 5, 10);
+    replace_file("label", "t10k-labels-idx1-ubyte", buf, n, 0);
     // zero items
     make_dataset("zero", 0);
     n = make_images(buf, 0x803, 0, 4, 5, 0);
@@ -247,7 +255,7 @@ static void test_idx(void) {
         {"short_body_gz", "truncated: the header promises 240 bytes"},
         {"trailing", "unexpected bytes after the 12 bytes of data"},
         {"count", "holds 11 labels but"},
-        {"label", "label 10 of item 2 is out of range: the model has 10 outputs"},
+        {"label", "label 10 of test item 2 is not one of the training set's 10 classes"},
         {"zero", "dimension 0 is zero"},
         {"overflow", "dimensions too large"},
         {"huge", "dimensions too large"},
@@ -256,11 +264,10 @@ static void test_idx(void) {
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         snprintf(dir, sizeof(dir), "%s/%s", tmpdir, cases[i].name);
-        int rc = dataset_load(dir, "train", 10, &ds, err, sizeof(err));
+        int rc = dataset_load_both(dir, &ds, &test, err, sizeof(err));
         if (rc == 0) {
             dataset_free(&ds);
-            rc = dataset_load(dir, "t10k", 10, &ds, err, sizeof(err));
-            if (rc == 0) dataset_free(&ds);
+            dataset_free(&test);
         }
         check(rc != 0 && strstr(err, cases[i].expect) != NULL && strstr(err, cases[i].name) != NULL,
               "%-13s -> \"%s\"", cases[i].name, rc ? err : "(accepted!)");
@@ -302,11 +309,12 @@ static void test_binary(const char *bin) {
         {"-d %s/magic", "wrong magic number", 1},
         {"-d %s/short_body", "truncated", 1},
         {"-d %s/overflow", "dimensions too large", 1},
-        {"-d %s/label", "out of range", 1},
+        {"-d %s/label", "not one of the training set's 10 classes", 1},
         {"-d %s/corrupt_gz", "corrupt gzip data", 1},
         {"-d %s/missing", "no t10k-labels-idx1-ubyte", 1},
-        {"-d %s/nonexistent", "no train-images-idx3-ubyte", 1},
-        {"-d %s/good -m 100,10", "-m: the first size is 100 but the images have 20 pixels", 2},
+        {"-d %s/nonexistent", "nonexistent: no such directory", 1},
+        {"-d %s/good -m 100,10", "-m: the first size is 100 but the images have 20 inputs", 2},
+        {"-d %s/good -m 20,6,5", "-m: the last size is 5 but", 2},
         {"-d %s/good -b 0", "-b: 0 is out of range", 2},
         {"-d %s/good -l nan", "-l: nan is out of range", 2},
         {"-d %s/good -a swish", "unknown activation", 2},
@@ -333,8 +341,8 @@ static void test_binary(const char *bin) {
     char line[256];
     while (f && fgets(line, sizeof(line), f)) rows++;
     if (f) fclose(f);
-    // header + 2 epochs x (1 train + epoch + eval) + summary
-    check(code == 0 && rows == 1 + 2 * 3 + 1, "a run on a tiny .gz dataset exits 0 and logs %d CSV rows (want 8)", rows);
+    // the settings line, the header, 2 epochs x (1 train + epoch + eval), summary
+    check(code == 0 && rows == 2 + 2 * 3 + 1, "a run on a tiny .gz dataset exits 0 and logs %d CSV lines (want 9)", rows);
 }
 
 // ----------------------------------------------------------------------------
@@ -354,25 +362,27 @@ static void test_train(void) {
     }
     Dataset train, test;
     char err[1400];
-    if (dataset_load(dir, "train", 10, &train, err, sizeof(err)) || dataset_load(dir, "t10k", 10, &test, err, sizeof(err))) {
+    if (dataset_load_both(dir, &train, &test, err, sizeof(err))) {
         check(0, "%s", err);
         return;
     }
-    check(strcmp(dataset_name(&train), "Fashion-MNIST") == 0, "%s is recognised as %s", dir, dataset_name(&train));
+    check(strcmp(train.name, "Fashion-MNIST") == 0 && strcmp(train.class_names[9], "Ankle boot") == 0,
+          "%s is recognised as %s, class 9 \"%s\"", dir, train.name, train.class_names[9]);
     const int sizes[] = {784, 128, 10}, B = 64, steps = 300;
     ModelCPU m;
-    model_cpu_build(&m, sizes, 2, ACT_SIGMOID, B);
-    model_cpu_init_params(&m, 1337);
+    model_build_cpu(&m, sizes, 2, ACT_SIGMOID, B);
+    model_init_params_cpu(&m, 1337);
     Rng rng;
     rng_seed(&rng, 1337, 1);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)train.n);
     rng_permutation(&rng, perm, train.n);
     double first = 0, last = 0;
     for (int s = 0; s < steps; s++) {
-        gather_batch_cpu(m.acts[0], m.labels, train.images, train.labels, perm + s * B, B, 784);
-        double loss = model_cpu_forward(&m, B, 1);
-        model_cpu_backward(&m, B);
-        model_cpu_update(&m, 0.1f, 0.9f, 0.0f);
+        gather_batch_cpu(m.acts[0], m.labels, train.images, train.labels, perm, s * B, B, 784);
+        model_forward_cpu(&m, B);
+        double loss = model_loss_cpu(&m, B);
+        model_backward_cpu(&m, B);
+        model_update_cpu(&m, 0.1f, 0.9f, 0.0f);
         if (s < 30) first += loss / 30;
         if (s >= steps - 30) last += loss / 30;
     }
@@ -382,7 +392,7 @@ static void test_train(void) {
     evaluate_cpu(&m, &test, &test_loss, &test_acc);
     check(test_acc > 0.72, "test accuracy after 300 steps %.2f%% (> 72%%), test loss %.4f", 100 * test_acc, test_loss);
     free(perm);
-    model_cpu_free(&m);
+    model_free_cpu(&m);
     dataset_free(&train);
     dataset_free(&test);
 }
@@ -394,9 +404,9 @@ int main(int argc, char **argv) {
     test_args();
     test_idx();
     test_binary(bin);
-    section("the CPU math against PyTorch (dev/ref/*.bin)");
-    const char *refs[] = {"dev/ref/ref_sigmoid.bin", "dev/ref/ref_relu.bin", "dev/ref/ref_tanh.bin"};
-    for (int i = 0; i < 3; i++) ref_check_cpu(refs[i]);
+    section("the CPU math against PyTorch (tests/ref/*.bin)");
+    const char *refs[] = {"tests/ref/ref_sigmoid.bin", "tests/ref/ref_relu.bin", "tests/ref/ref_tanh.bin"};
+    for (int i = 0; i < 3; i++) ref_check_cpu(refs[i], 0);
     test_train();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);

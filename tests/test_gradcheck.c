@@ -3,7 +3,7 @@ Finite-difference check of the CPU reference's forward and backward passes, in d
 
 train_mlp_cpu.c is compiled here with MLP_REAL=double. For every hidden activation, on a
 small odd shape (batch 3, sizes 7,5,4,3, and a deeper 6,9,2,5,4 at batch 5), each
-parameter's analytic gradient from model_cpu_backward is compared with the fourth-order
+parameter's analytic gradient from model_backward_cpu is compared with the fourth-order
 central difference
     (-loss(p+2h) + 8 loss(p+h) - 8 loss(p-h) + loss(p-2h)) / 12h,   h = 1e-4
 Its error is O(h⁴) from truncation (~1e-16) plus ~1e-16/h from rounding (~3e-12 absolute),
@@ -32,15 +32,16 @@ static uint64_t relu_pattern(const ModelCPU *m, int B) {
 
 static void gradcheck(const int *sizes, int L, int B, int act) {
     ModelCPU m;
-    model_cpu_build(&m, sizes, L, act, B);
-    model_cpu_init_params(&m, 42 + act);
+    model_build_cpu(&m, sizes, L, act, B);
+    model_init_params_cpu(&m, 42 + act);
     Rng rng;
     rng_seed(&rng, 7, 3);
     for (int i = 0; i < B * sizes[0]; i++) m.acts[0][i] = rng_uniform(&rng);
     for (int b = 0; b < B; b++) m.labels[b] = (int)rng_below(&rng, (uint32_t)sizes[L]);
-    model_cpu_forward(&m, B, 1);
+    model_forward_cpu(&m, B);
+    model_loss_cpu(&m, B);
     uint64_t pattern = relu_pattern(&m, B);
-    model_cpu_backward(&m, B);
+    model_backward_cpu(&m, B);
     double *analytic = (double *)mallocCheck(sizeof(double) * m.num_params);
     memcpy(analytic, m.grads, sizeof(double) * m.num_params);
 
@@ -54,7 +55,8 @@ static void gradcheck(const int *sizes, int L, int B, int act) {
         int kink = 0;
         for (int j = 0; j < 4; j++) {
             m.params[i] = p + shift[j];
-            f[j] = model_cpu_forward(&m, B, 0);
+            model_forward_cpu(&m, B);
+            f[j] = model_loss_cpu(&m, B);
             kink |= act == ACT_RELU && relu_pattern(&m, B) != pattern;
         }
         m.params[i] = p;
@@ -78,7 +80,7 @@ static void gradcheck(const int *sizes, int L, int B, int act) {
           "%-7s sizes %-12s B=%d: %zu parameters (%zu at a relu kink, skipped), worst relative error %.2e "
           "(param %zu) < 1e-6", ACT_NAMES[act], shape, B, m.num_params, at_kink, worst, worst_i);
     free(analytic);
-    model_cpu_free(&m);
+    model_free_cpu(&m);
 }
 
 int main(void) {

@@ -9,9 +9,9 @@
 # e.g. build the old code with a dev switch, or in another checkout:
 #   git worktree add /tmp/old main && make -C /tmp/old/dev/cuda && cp /tmp/old/dev/cuda/bin/matmul_forward /tmp/mf_old
 #   bash dev/cuda/ab_sweep.sh /tmp/mf_old dev/cuda/bin/matmul_forward
-# OLD_ENV, NEW_ENV: environment settings for one side only, e.g. one build without and with the fixup
-# workspace (dev/cuda/README.md, run 17):
-#   NEW_ENV=MF_FIXUP=1 bash dev/cuda/ab_sweep.sh dev/cuda/bin/matmul_forward dev/cuda/bin/matmul_forward
+# OLD_ENV, NEW_ENV: environment settings for one side only (NAME=VALUE words), e.g. one build with and
+# without a setting it reads:
+#   NEW_ENV=NAME=VALUE bash dev/cuda/ab_sweep.sh dev/cuda/bin/matmul_forward dev/cuda/bin/matmul_forward
 set -uo pipefail
 if [ $# -lt 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
     echo "usage: bash dev/cuda/ab_sweep.sh OLD_BINARY NEW_BINARY [REPS] [OUTDIR] [fp32|all]  (two executable matmul_forward builds)" >&2

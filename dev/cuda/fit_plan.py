@@ -1,12 +1,14 @@
 """
-fit_plan.py: fit the cost model of kernels/matmul_fast.cuh (mf_cost: eff, fill, occ per tile
-configuration) to the timings of `matmul_forward sweep`, so that the planner picks the fastest
+fit_plan.py: fit the cost model of kernels/fast/planner.cuh (mf_cost: EFF, FILL, OCC per tile
+configuration, the columns of kernels/fast/configs.cuh) to the timings of `matmul_forward sweep`,
+so that the planner picks the fastest
 tile x K split on each shape. Random search from a fixed seed; the score weighs the batch-256 wide
 shapes (the ones that dominate the wide model's step) fully and the others by 0.3.
 
     python3 dev/cuda/fit_plan.py dev/cuda/results/sweep_h200.csv
 
-GEO must list the (bm, bn, bk) of the header's first PLANNED configurations, in order.
+GEO must list the (bm, bn, bk) of the cost model's candidates (EFF > 0 in kernels/fast/configs.cuh),
+by configuration id, 0, 1, ...: the sweep's CSV names configurations by id.
 """
 import csv, collections, math, random, sys
 

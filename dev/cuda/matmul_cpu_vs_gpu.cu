@@ -3,7 +3,7 @@ matmul_cpu_vs_gpu: square N x N matmul C = A . B (row-major), N = 64 .. 4096, CP
 
   CPU: the plain triple loop in i-k-j order (the inner loop walks rows of B and C contiguously,
        so the compiler vectorises it), rows of C shared over threads with OpenMP when built with it.
-  GPU: the shipped FP32 kernel (kernels/matmul_fast.cuh, the NN product through
+  GPU: the fast trainer's FP32 kernel (kernels/fast/, the NN product through
        matmul_backward_dinp_fast with act = none), time of the kernel alone (CUDA events, median),
        and including the copies of A and B in and C out (pinned host memory). cuBLAS SGEMM beside it.
   The CPU side stops at the first N whose time, estimated as 8x the previous N's, exceeds the limit
@@ -17,7 +17,8 @@ Validation: GPU vs CPU relative-norm error < 1e-5 where the CPU ran, vs cuBLAS a
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "../../kernels/matmul_fast.cuh"
+#include "../../common/mlp.h"              // ACT_NONE
+#include "../../kernels/fast/matmul_fast.h"  // matmul_backward_dinp_fast
 
 #define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { \
     fprintf(stderr, "[cuBLAS ERROR] at %s:%d: status %d\n", __FILE__, __LINE__, (int)s_); exit(EXIT_FAILURE); } } while (0)
@@ -45,7 +46,6 @@ static double rel_err(const float* x, const float* ref, size_t n) {
 
 int main(int argc, char** argv) {
     require_gpu_or_exit("matmul_cpu_vs_gpu");
-    pdl_allowed = 0;   // single kernels against cuBLAS: no launch overlapping (kernels/common.cuh)
     double limit_s = argc > 1 ? atof(argv[1]) : 60.0;
     char buf[256];
     const char* path = csv_path(argc > 2 ? argv[2] : NULL, "matmul_cpu_vs_gpu", buf, sizeof(buf));
@@ -101,10 +101,10 @@ int main(int argc, char** argv) {
         // GPU: kernel alone, median of 21 after warm-up
         float t[21];
         const float one = 1.0f, zero = 0.0f;
-        for (int r = 0; r < 3; r++) matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, NULL, 0);
+        for (int r = 0; r < 3; r++) matmul_backward_dinp_fast(dC, dA, dB, NULL, ACT_NONE, N, N, N, 0, 0);
         for (int r = 0; r < 21; r++) {
             cudaCheck(cudaEventRecord(e0));
-            matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, NULL, 0);
+            matmul_backward_dinp_fast(dC, dA, dB, NULL, ACT_NONE, N, N, N, 0, 0);
             cudaCheck(cudaEventRecord(e1)); cudaCheck(cudaEventSynchronize(e1));
             cudaCheck(cudaEventElapsedTime(&t[r], e0, e1));
         }
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
             cudaCheck(cudaEventRecord(e0));
             cudaCheck(cudaMemcpyAsync(dA, A, n * 4, cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpyAsync(dB, B, n * 4, cudaMemcpyHostToDevice));
-            matmul_backward_dinp_fast(dC, dA, dB, NULL, 3, N, N, N, 0, NULL, 0);
+            matmul_backward_dinp_fast(dC, dA, dB, NULL, ACT_NONE, N, N, N, 0, 0);
             cudaCheck(cudaMemcpyAsync(C, dC, n * 4, cudaMemcpyDeviceToHost));
             cudaCheck(cudaEventRecord(e1)); cudaCheck(cudaEventSynchronize(e1));
             if (r > 0) cudaCheck(cudaEventElapsedTime(&t[r - 1], e0, e1));

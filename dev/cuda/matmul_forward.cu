@@ -1,6 +1,6 @@
 /*
-matmul_forward: the matmuls of a linear layer, from the naive kernel to the one the trainer ships
-(kernels/matmul_fast.cuh), with cuBLAS as the yardstick.
+matmul_forward: the matmuls of a linear layer, from the naive kernel to the ones the fast trainer ships
+(kernels/fast/, through kernels/fast/matmul_fast.h), with cuBLAS as the yardstick.
 
 Key: B batch, IN input features, OUT output features; row-major; weight is (OUT, IN) like nn.Linear.
 The three products of a layer, as generic C(M, N) = sum_k A(m, k) B(k, n):
@@ -13,19 +13,20 @@ versions (1..4 take any layout through strides; 5, 6 are the shipped launchers):
   2: coalesced: threadIdx.x walks n, so a warp writes 32 neighbours of a row of C
   3: shared-memory tiling: 32x32 tiles of A and B staged in shared memory, one output per thread
   4: 2D register blocking: 64x64 tiles, each thread a 4x4 block of C kept in registers
-  5: kernels/matmul_fast.cuh in FP32: float4 loads, double-buffered shared memory, 8x8 or 4x4
-     register blocks, tile size picked per shape to fill the SMs, and split-K where the output is
-     small: the K slices of a tile run as one thread-block cluster and add up their partial tiles
-     through distributed shared memory in a fixed order (deterministic, no scratch), as in the trainer;
-     with MF_FIXUP=1 in the environment the FP32 forward and dinp products write their partial tiles
-     to a workspace instead, and the last block of each tile adds them up (run 17)
-  6: kernels/matmul_fast.cuh in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna;
-     its configurations 11-14 are the wgmma kernel (sm_90a: this Makefile builds GPU_ARCH=90 as
-     sm_90a), which only the sweep, `one` and the tuned table run: level with mma.sync once its tiles
-     are rounded (README.md, run 13)
+  5: kernels/fast/ in FP32 (fp32_tiles.cuh): cp.async pipeline, 8x8 or 4x4 register blocks, tile
+     size picked per shape to fill the SMs (planner.cuh), and split-K where the output is small: the
+     K slices of a tile run as one thread-block cluster and add up their partial tiles through
+     distributed shared memory in a fixed order (deterministic, no scratch), as in the trainer
+     (matmul_splitk_fixup.cu has the other way: a workspace in global memory)
+  6: kernels/fast/ in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna
+     (mma_tf32.cuh); its configurations 11-14 are the wgmma kernel (wgmma_tf32.cuh; sm_90a: this
+     Makefile builds GPU_ARCH=90 as sm_90a), which only the sweep, `one` and the tuned table run
   7: the same kernels on inputs that are TF32 values already (MF_TF32_EXACT), as the trainer's -x 1
      stores its forward products' operands: no rounding on the way in (the tensor cores take such
-     values exactly); for all three products, which this Makefile's -DMF_EXACT_ALL_LAYOUTS=1 builds
+     values exactly); for all three products
+  The kernels of versions 5-7 are dev/cuda's own build of kernels/fast/matmul_fast*.cu: with the
+  configurations only the sweeps run (matmul_sweep_configs.h), every one built for every product
+  and precision.
   cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32), the latter
      also on the TF32-valued inputs of version 7 ("cuBLAS TF32 values", version 7's yardstick)
 
@@ -36,7 +37,6 @@ Run:
   ./matmul_forward sweep    time every tile configuration of versions 5 and 6 on every shape
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
   ./matmul_forward sweep CSV wide fp32   the same for version 5 only (FP32 A/B runs)
-  MF_FIXUP=1 ./matmul_forward ...   FP32 K splits of forward and dinp through the fixup workspace
   ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu);
                             TF32 0 (v5), 1 (v6) or 2 (v7); CFG `cublas`: that version's cuBLAS yardstick
   CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
@@ -55,7 +55,9 @@ Outputs are filled with NaN before every validated run, so an element a kernel n
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "../../kernels/matmul_fast.cuh"
+#include "../../common/mlp.h"              // ACT_NONE
+#include "../../kernels/fast/matmul_fast.h"  // versions 5-7: plans, and runs of explicit plans
+#include "../../kernels/fast/tf32.cuh"       // round_tf32: the host twin of cvt.rna
 
 #define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { fflush(stdout); \
     fprintf(stderr, "error: %s:%d: cuBLAS error: status %d ---> try: check the shapes and leading dimensions\n", \
@@ -208,28 +210,45 @@ static int yardstick_of(int v) {
     return version_on_values(v) ? V_CUBLAS_TF32V : version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS;
 }
 static cublasHandle_t cublas_handle;
-static MfSplitK fixup_ws = {NULL, NULL, 0, 0};   // versions 5-7's K-split workspace (see main)
+
+// Versions 5-7: as the trainer's launchers (matmul_fast.h) plan and launch a product with no bias
+// and no activation, without programmatic dependent launch (single kernels, timed against cuBLAS,
+// which does not overlap launches either). forced_plan: the sweep's and `one`'s choice instead of
+// the planner's.
+static const MatmulFastPlan* forced_plan = NULL;
+static void run_fast(int tf32, float* C, const float* A, const float* B, const Problem* p, float* scratch,
+                     cudaStream_t s) {
+    const MfProduct prod = (MfProduct)p->prod;
+    const MatmulFastEpi epi = {prod == MF_FWD ? MF_EPI_FORWARD : prod == MF_DINP ? MF_EPI_DINP : MF_EPI_RAW,
+                               ACT_NONE, NULL, NULL, {}, 0};
+    float* sc = prod == MF_DWEIGHT ? scratch : NULL;   // only the weight gradient splits K through scratch
+    const MatmulFastPlan plan = forced_plan ? *forced_plan : matmul_fast_plan(prod, p->M, p->N, p->K, tf32, sc != NULL);
+    matmul_fast_run(prod, &plan, C, A, B, p->M, p->N, p->K, &epi, sc, tf32, 0, s);
+}
+// configuration cfg with `splits` K slices for product p, as the launchers would run it:
+// 0 where that is not possible here
+static int fixed_plan(MatmulFastPlan* plan, const Problem* p, int tf32, int cfg, int splits) {
+    if (!matmul_fast_plan_fixed(plan, (MfProduct)p->prod, p->M, p->N, p->K, tf32, p->prod == PROD_DWEIGHT, cfg, splits))
+        return 0;
+    return splits == 1 || plan->splits > 1;   // (through scratch, a short K may leave one slice: not this split)
+}
 
 void run_version(int v, float* C, const float* A, const float* B, const Problem* p, float* scratch, cudaStream_t s) {
     const int M = p->M, N = p->N, K = p->K;
     const int sam = p->a_kc ? K : 1, sak = p->a_kc ? 1 : M;
     const int sbk = p->b_kc ? 1 : N, sbn = p->b_kc ? K : 1;
     switch (v) {
-        case 1: { dim3 blk(32, 8), grid(mf_ceil_div(M, 32), mf_ceil_div(N, 8));
+        case 1: { dim3 blk(32, 8), grid(CEIL_DIV(M, 32), CEIL_DIV(N, 8));
                   matmul_kernel1<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
-        case 2: { dim3 blk(32, 8), grid(mf_ceil_div(N, 32), mf_ceil_div(M, 8));
+        case 2: { dim3 blk(32, 8), grid(CEIL_DIV(N, 32), CEIL_DIV(M, 8));
                   matmul_kernel2<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
-        case 3: { dim3 blk(T3, T3), grid(mf_ceil_div(N, T3), mf_ceil_div(M, T3));
+        case 3: { dim3 blk(T3, T3), grid(CEIL_DIV(N, T3), CEIL_DIV(M, T3));
                   matmul_kernel3<<<grid, blk, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
-        case 4: { dim3 grid(mf_ceil_div(N, BN4), mf_ceil_div(M, BM4));
+        case 4: { dim3 grid(CEIL_DIV(N, BN4), CEIL_DIV(M, BM4));
                   matmul_kernel4<<<grid, 256, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
         case 5: case 6: case 7: {
-            const int tf32 = v == 5 ? 0 : v == 6 ? MF_TF32_ROUND : MF_TF32_EXACT;
-            if (p->prod == PROD_FWD) matmul_forward_fast(C, A, B, NULL, p->Bsz, p->IN, p->OUT, 3, tf32, 0, &fixup_ws, s);
-            else if (p->prod == PROD_DINP)
-                matmul_backward_dinp_fast(C, A, B, NULL, 3, p->Bsz, p->IN, p->OUT, tf32, &fixup_ws, s);
-            else matmul_backward_dweight_fast(C, A, B, p->Bsz, p->IN, p->OUT, scratch, tf32, NULL, s);
-            return;   // the launchers check their own launches
+            run_fast(v == 5 ? 0 : v == 6 ? MF_TF32_ROUND : MF_TF32_EXACT, C, A, B, p, scratch, s);
+            return;   // matmul_fast_run checks its own launches
         }
         case V_CUBLAS: case V_CUBLAS_TF32: case V_CUBLAS_TF32V: {
             // cuBLAS is column-major: row-major C(M,N) is column-major C^T(N,M) = B^T A^T
@@ -265,7 +284,7 @@ typedef struct {
 
 static float* round_tf32_array(const float* x, size_t n) {
     float* r = (float*)mallocCheck(n * 4);
-    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);   // kernels/common.cuh, the host twin of cvt.rna
+    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);   // kernels/fast/tf32.cuh, the host twin of cvt.rna
     return r;
 }
 
@@ -352,7 +371,6 @@ static int validate_epilogues(int tf32) {
     const int v = version_of_tf32(tf32);
     const double tol = tol_of(v);
     int failed = 0;
-    // (the last one splits K through the fixup workspace under MF_FIXUP=1: a grid of a block per SM or more)
     const int shapes[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {64, 784, 128}, {256, 1024, 1024}};
     for (int si = 0; si < 5; si++) {
         int Bsz = shapes[si][0], IN = shapes[si][1], OUT = shapes[si][2];
@@ -371,7 +389,7 @@ static int validate_epilogues(int tf32) {
                 ref[i] = act == 0 ? 1.0 / (1.0 + exp(-x)) : act == 1 ? (x > 0 ? x : 0) : act == 2 ? tanh(x) : x;
             }
             cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
-            matmul_forward_fast(b.C, A, Bm, dbias, Bsz, IN, OUT, act, tf32, 0, &fixup_ws, 0);
+            matmul_forward_fast(b.C, A, Bm, dbias, Bsz, IN, OUT, act, tf32, 0, 0);
             cudaCheck(cudaDeviceSynchronize());
             cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
             double err = rel_err(b.hC, ref, nc);
@@ -400,7 +418,7 @@ static int validate_epilogues(int tf32) {
                 ref[i] *= d;
             }
             cudaCheck(cudaMemset(b.C, 0xFF, nc * 4));
-            matmul_backward_dinp_fast(b.C, A, Bm, act == 3 ? NULL : dy, act, Bsz, IN, OUT, tf32, &fixup_ws, 0);
+            matmul_backward_dinp_fast(b.C, A, Bm, act == ACT_NONE ? NULL : dy, act, Bsz, IN, OUT, tf32, 0);
             cudaCheck(cudaDeviceSynchronize());
             cudaCheck(cudaMemcpy(b.hC, b.C, nc * 4, cudaMemcpyDeviceToHost));
             err = rel_err(b.hC, ref, nc);
@@ -464,26 +482,30 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
     printf("\nsweep: every tile configuration (c) and K split (s) of version%s (ms per call, median; pick = the"
            " heuristic's, %% of the best)\n", max_tf32 ? "s 5, 6 and 7" : " 5");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
-    int failed = 0, passed = 0;
+    int failed = 0, passed = 0, skipped = 0;
     const int odd[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {1, 1, 1}, {65, 130, 129}, {256, 1024, 10}};
     for (int si = 0; si < 6; si++)
         for (int prod = 0; prod < 3; prod++) {
             Problem p = make_problem(odd[si][0], odd[si][1], odd[si][2], prod);
             Bufs b; bufs_init(&b, p, 1);
-            for (int tf32 = 0; tf32 <= max_tf32; tf32++)
-                for (int c = 0; c < (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS); c++)
+            for (int tf32 = 0; tf32 <= max_tf32; tf32++) {
+                int ncfg;
+                const MatmulFastCfg* cfgs = matmul_fast_configs(tf32, &ncfg);
+                for (int c = 0; c < ncfg; c++)
                     for (int sp = 1; sp <= 8; sp *= 2) {
-                        matmul_fast_force_cfg = c;
-                        matmul_fast_force_splits = sp;
+                        MatmulFastPlan plan;
+                        if (!fixed_plan(&plan, &p, tf32, cfgs[c].id, sp)) { skipped++; continue; }   // not possible here
+                        forced_plan = &plan;
                         int ok = validate_one(version_of_tf32(tf32), &b, " (sweep, forced)", 0);
-                        if (!ok) printf("    ^ forced c%d/s%d\n", c, sp);
+                        if (!ok) printf("    ^ forced c%d/s%d\n", cfgs[c].id, sp);
                         passed += ok; failed += !ok;
                     }
-            matmul_fast_force_cfg = -1;
-            matmul_fast_force_splits = 0;
+            }
+            forced_plan = NULL;
             bufs_free(&b);
         }
-    printf("every configuration x split on odd shapes: %d passed, %d failed\n", passed, failed);
+    printf("every configuration x split on odd shapes: %d passed, %d failed (%d not possible here)\n", passed,
+           failed, skipped);
     FILE* csv = fopenCheck(csv_file, "w");
     fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
     int tuned[NPROB][3][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, for the tuned table
@@ -505,19 +527,17 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
         }
         for (int tf32 = 0; tf32 <= max_tf32; tf32++) {
             const int v = version_of_tf32(tf32);
-            // as the launchers plan: K splits without clusters through dweight's scratch or the fixup workspace
-            const int can_split_raw = p.prod == PROD_DWEIGHT || (fixup_ws.part != NULL && tf32 == 0);
-            MatmulFastPlan pick = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, can_split_raw);
-            int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
-            const MatmulFastCfg* cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
+            // as the launchers plan: K splits without clusters only through dweight's scratch
+            const MatmulFastPlan pick = matmul_fast_plan((MfProduct)p.prod, p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
+            int ncfg;
+            const MatmulFastCfg* cfgs = matmul_fast_configs(tf32, &ncfg);
             float best = 1e30f; int bc = 0, bs = 0;
-            for (int c = 0; c < ncfg; c++) {
+            for (int ci = 0; ci < ncfg; ci++) {
+                const int c = cfgs[ci].id;
                 for (int sp = 1; sp <= 8; sp *= 2) {
-                    if (sp > 1 && p.K / sp < cfgs[c].bk) continue;
-                    matmul_fast_force_cfg = c;
-                    matmul_fast_force_splits = sp;
-                    MatmulFastPlan got = mf_plan(p.M, p.N, p.K, p.a_kc, p.b_kc, tf32, can_split_raw);
-                    if (got.cfg != c || (got.splits > 1) != (sp > 1)) continue;   // not possible here (no scratch)
+                    MatmulFastPlan plan;
+                    if (!fixed_plan(&plan, &p, tf32, c, sp)) continue;   // not possible here
+                    forced_plan = &plan;
                     int ok = validate_one(v, &b, " (sweep, before)", 0);
                     float ms = time_version(v, &b);
                     ok = validate_one(v, &b, " (sweep, after)", 0) && ok;
@@ -529,11 +549,9 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
                     if (ms < best) { best = ms; bc = c; bs = sp; }
                 }
             }
-            matmul_fast_force_cfg = -1;
-            matmul_fast_force_splits = 0;
-            matmul_fast_force_cfg = pick.cfg; matmul_fast_force_splits = pick.splits;
+            forced_plan = &pick;   // the planner's own plan, as the trainer runs it
             float pms = time_version(v, &b);
-            matmul_fast_force_cfg = -1; matmul_fast_force_splits = 0;
+            forced_plan = NULL;
             printf(" %s best c%d/s%d %.4f", tf32 == 0 ? "FP32" : tf32 == 1 ? "TF32" : "TF32 values", bc, bs, best);
             if (wide_only) printf(" = %.0f%% of cuBLAS", 100.0 * cms[tf32] / best);
             printf(" pick c%d/s%d %.4f (%.0f%%)", pick.cfg, pick.splits, pms, 100.0 * best / pms);
@@ -544,18 +562,21 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
         bufs_free(&b);
     }
     fclose(csv);
-    printf("configs FP32:");
-    for (int c = 0; c < MF_NUM_FP32_CFGS; c++) printf(" c%d %s;", c, mf_fp32_cfgs[c].name);
-    printf("\nconfigs TF32:");
-    for (int c = 0; c < MF_NUM_TF32_CFGS; c++) printf(" c%d %s;", c, mf_tf32_cfgs[c].name);
-    if (max_tf32) printf("\ntuned table from this sweep, TF32 (kernels/matmul_fast.cuh mf_tuned: a_kc, b_kc, M, N, K, tf32, cfg, "
-           "splits; the FP32 picks are left to the cost model, see there):\n");
+    for (int tf32 = 0; tf32 <= 1; tf32++) {
+        int ncfg;
+        const MatmulFastCfg* cfgs = matmul_fast_configs(tf32, &ncfg);
+        printf("%sconfigs %s:", tf32 ? "\n" : "", tf32 ? "TF32" : "FP32");
+        for (int c = 0; c < ncfg; c++) printf(" c%d %s %dthr;", cfgs[c].id, cfgs[c].name, cfgs[c].threads);
+    }
+    if (max_tf32) printf("\ntuned table from this sweep, TF32 (kernels/fast/planner.cuh mf_tuned: product, M, N, K, tf32, "
+           "cfg, splits; the FP32 picks are left to the cost model, see there):\n");
     for (int tf32 = MF_TF32_EXACT; tf32 >= MF_TF32_ROUND; tf32--)
         for (int i = 0; i < NPROB; i++) {
             if (!is_wide_problem(i) || !tuned[i][tf32][1]) continue;
             Problem p = bench_problem(i);
-            printf("    {%d, %d, %4d, %4d, %4d, %d, %d, %d},\n", p.a_kc, p.b_kc, p.M, p.N, p.K, tf32, tuned[i][tf32][0],
-                   tuned[i][tf32][1]);
+            static const char* const prods[3] = {"MF_FWD", "MF_DINP", "MF_DWEIGHT"};
+            printf("    {%s, %d, %d, %d, %s, %d, %d},\n", prods[p.prod], p.M, p.N, p.K,
+                   tf32 == MF_TF32_EXACT ? "MF_TF32_EXACT" : "MF_TF32_ROUND", tuned[i][tf32][0], tuned[i][tf32][1]);
         }
     printf("\nwrote %s\nsweep: %d passed, %d failed\n", csv_file, passed, failed);
     return failed;
@@ -595,23 +616,11 @@ static void tf32_inputs_report(void) {
 
 int main(int argc, char** argv) {
     require_gpu_or_exit("matmul_forward");
-    pdl_allowed = 0;   // single kernels against cuBLAS: no launch overlapping (kernels/common.cuh)
-    // MF_FIXUP=1: versions 5-7 get a fixup workspace (large enough for every forced configuration and split
-    // of the sweep: 8 splits of 1024 x 1024, 32 x 32 tiles at most), and their FP32 forward and dinp split K
-    // through it where the grid has a block per SM. Off by default, as in the trainer (README.md, run 17).
-    if (getenv("MF_FIXUP") && atoi(getenv("MF_FIXUP")) != 0) fixup_ws = matmul_fast_fixup_alloc((size_t)8 << 20, 4096);
-    printf("FP32 K splits of forward and dinp: %s\n", fixup_ws.part ? "fixup workspace (MF_FIXUP=1)"
-                                                                      : "thread-block clusters (as the trainer)");
     print_gpu_name();
     cublasCheck(cublasCreate(&cublas_handle));
     cublasCheck(cublasSetMathMode(cublas_handle, CUBLAS_DEFAULT_MATH));
-    {
-        cudaFuncAttributes fa;
-        cudaCheck(cudaFuncGetAttributes(&fa, matmul_fast_splitk_reduce_kernel<true>));
-        printf("matmul_fast: compiled for PTX %d, machine code sm_%d: K splits without a fixup workspace %s\n",
-               fa.ptxVersion, fa.binaryVersion, mf_has_clusters() ? "through thread-block clusters"
-                                                                  : "through scratch (dweight only)");
-    }
+    printf("matmul_fast: K splits %s\n", matmul_fast_has_clusters() ? "through thread-block clusters (sm_90 code and GPU)"
+                                                                   : "through scratch (dweight only; no clusters here)");
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         char sbuf[256];
         const int wide_only = argc > 3 && strcmp(argv[3], "wide") == 0;
@@ -633,15 +642,21 @@ int main(int argc, char** argv) {
         for (int j = 0; j < 3; j++) if (strcmp(argv[2], prod_names[j]) == 0) prod = j;
         const int tf32 = atoi(argv[6]);
         const int cublas = strcmp(argv[7], "cublas") == 0;   // the yardstick of that precision instead
-        matmul_fast_force_cfg = cublas ? -1 : atoi(argv[7]);
-        matmul_fast_force_splits = atoi(argv[8]);
-        if (prod < 0 || tf32 < 0 || tf32 > MF_TF32_EXACT || (!cublas && (matmul_fast_force_cfg < 0 ||
-            matmul_fast_force_cfg >= (tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS)))) {
-            fprintf(stderr, "one: bad product, tf32 flag or configuration index\n");
+        if (prod < 0 || tf32 < 0 || tf32 > MF_TF32_EXACT) {
+            fprintf(stderr, "one: bad product or tf32 flag\n");
             return EXIT_FAILURE;
         }
         const int v = cublas ? yardstick_of(version_of_tf32(tf32)) : version_of_tf32(tf32);
         Problem p = make_problem(atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), prod);
+        MatmulFastPlan plan;
+        if (!cublas) {
+            if (!fixed_plan(&plan, &p, tf32, atoi(argv[7]), atoi(argv[8]))) {
+                fprintf(stderr, "one: configuration %s with %s K splits is not possible here (not built for this product"
+                                " and precision, too much shared memory, or the split)\n", argv[7], argv[8]);
+                return EXIT_FAILURE;
+            }
+            forced_plan = &plan;
+        }
         Bufs b; bufs_init(&b, p, 1);
         int ok = validate_one(v, &b, " (one)", 1);
         for (int r = 0; r < 3; r++) run_on_bufs(v, &b, b.C);

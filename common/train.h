@@ -1,0 +1,140 @@
+/*
+common/train.h: what the three trainers' main functions share around the training loop, so
+that each trainer file keeps only its own model and its loop: loading the data, the plan of
+an epoch's steps, the settings box.
+*/
+#ifndef MLP_TRAIN_H
+#define MLP_TRAIN_H
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "../data/dataset.h"
+#include "args.h"
+#include "log.h"
+#include "rng.h"
+#include "safe_write.h"
+#include "utils.h"
+
+// 1 when path (a file that may not exist yet) lies inside directory dir, through links and ".."
+static inline int path_inside(const char *path, const char *dir) {
+    char d[PATH_MAX], p[PATH_MAX], parent[SAFE_PATH_LEN];
+    if (!realpath(dir, d) || path_dir(path, parent, sizeof(parent)) != 0 || !realpath(parent, p)) return 0;
+    size_t n = strlen(d);
+    return strncmp(p, d, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
+
+// No output may go into the data directory, where it could replace a data file: refused (exit 2)
+// before anything is loaded.
+static inline void check_outputs_outside(const Config *c, const char *prog) {
+    const struct {
+        char flag;
+        const char *path;
+    } out[] = {{'o', c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}};
+    for (int i = 0; i < 3; i++)
+        if (out[i].path[0] && path_inside(out[i].path, c->data_dir))
+            usage_error(prog, "-%c %s is inside the data directory %s: outputs never go where the data is", out[i].flag,
+                        out[i].path, c->data_dir);
+}
+
+// What every trainer does first: find the data, load both splits, and fit the model to them:
+// without -m, the first size is the data's inputs and the last its number of classes; an explicit
+// -m must agree with both. Exits 1 on a bad file, 2 when -m does not match the data.
+static inline void load_datasets_or_die(Config *c, const char *prog, Dataset *train, Dataset *test) {
+    char err[1400];
+    const int chosen = c->data_dir[0] != '\0';  // -d was given: the fix is the user's -d, not `make data`
+    if (!chosen) {
+        const char *dir = find_dataset_dir();
+        if (!dir)
+            die("make data (or -d DIR)",
+                "no dataset found in data/mnist, data/fashion-mnist or /usr/share/datasets/fashion-mnist");
+        snprintf(c->data_dir, sizeof(c->data_dir), "%s", dir);
+    }
+    check_outputs_outside(c, prog);
+    if (dataset_load_both(c->data_dir, train, test, err, sizeof(err)) != 0)
+        die(chosen ? "check the files in -d's directory, or name another with -d DIR" : "make data", "%s", err);
+    int inputs = dataset_dim(train), classes = train->num_classes;
+    if (!c->sizes_given) {
+        c->sizes[0] = inputs;
+        c->sizes[c->L] = classes;
+    }
+    if (c->sizes[0] != inputs)
+        usage_error(prog, "-m: the first size is %d but the images have %d inputs (%dx%dx%d); use -m %d,...",
+                    c->sizes[0], inputs, train->channels, train->rows, train->cols, inputs);
+    if (c->sizes[c->L] != classes)
+        usage_error(prog, "-m: the last size is %d but %s has %d classes; use -m ...,%d", c->sizes[c->L],
+                    c->data_dir, classes, classes);
+}
+
+// -H: moves a share frac of the training set into val, the validation set: the items at the front
+// of a permutation drawn from the seed (its own generator, so the epochs' shuffles are unchanged).
+// The rest stay in train, in their order. frac 0: val is empty (n = 0).
+static inline void split_holdout(Dataset *train, Dataset *val, float frac, uint64_t seed) {
+    *val = *train;
+    val->n = 0;
+    val->images = val->labels = NULL;
+    int k = (int)((double)frac * train->n);
+    if (k == 0) return;
+    size_t D = (size_t)dataset_dim(train);
+    int *perm = (int *)mallocCheck(sizeof(int) * (size_t)train->n);
+    uint8_t *held = (uint8_t *)callocCheck((size_t)train->n, 1);
+    Rng rng;
+    rng_seed(&rng, seed, 2);
+    rng_permutation(&rng, perm, train->n);
+    for (int i = 0; i < k; i++) held[perm[i]] = 1;
+    val->images = (uint8_t *)mallocCheck((size_t)k * D);
+    val->labels = (uint8_t *)mallocCheck((size_t)k);
+    int nv = 0, nt = 0;
+    for (int i = 0; i < train->n; i++) {  // in place: item i moves to position nt <= i
+        uint8_t *dst = held[i] ? val->images + (size_t)nv * D : train->images + (size_t)nt * D;
+        memmove(dst, train->images + (size_t)i * D, D);
+        if (held[i]) val->labels[nv++] = train->labels[i];
+        else train->labels[nt++] = train->labels[i];
+    }
+    train->n = nt;
+    val->n = nv;
+    free(perm);
+    free(held);
+}
+
+// An epoch: ceil(n / B) steps of B rows, the last one smaller when B does not divide n; with
+// -t, at most max_steps steps of B rows.
+typedef struct {
+    int steps;     // steps per epoch
+    int last_bs;   // rows of the last step
+    long samples;  // rows of the whole epoch
+} EpochPlan;
+
+static inline EpochPlan epoch_plan(int n, int B, int max_steps) {
+    EpochPlan p;
+    p.steps = (int)(((long long)n + B - 1) / B);  // (in 64 bits: n + B - 1 can pass INT_MAX)
+    p.last_bs = (int)((long long)n - (long long)(p.steps - 1) * B);
+    if (max_steps && max_steps < p.steps) {
+        p.steps = max_steps;
+        p.last_bs = B;
+    }
+    p.samples = (long)(p.steps - 1) * B + p.last_bs;
+    return p;
+}
+
+// rows of step s (0-based) of the epoch
+static inline int epoch_batch_size(const EpochPlan *p, int s, int B) { return s == p->steps - 1 ? p->last_bs : B; }
+
+// The boxed table of settings every trainer prints first; the trainer adds its own rows (the
+// device, its kernels) and closes the box with box_rule().
+static inline void box_settings(const char *program, const char *what, const Config *c, const Dataset *train,
+                                const Dataset *test, size_t num_params, int steps) {
+    box_rule();
+    box_row(program, "%s", what);
+    box_rule();
+    box_row("dataset", "%s, %d classes", train->name, train->num_classes);
+    box_row("data directory (-d)", "%s", c->data_dir);
+    box_row("train / test images", "%d / %d of %dx%d%s", train->n, test->n, train->rows, train->cols,
+            train->channels == 3 ? " RGB" : train->channels == 1 ? "" : "x?");
+    if (c->holdout > 0) box_row("validation set (-H)", "%.0f%% of the training set, held out", 100 * c->holdout);
+    box_model_rows(c);
+    box_row("parameters", "%zu (%.2f MB)", num_params, num_params * sizeof(float) / 1e6);
+    box_row("steps per epoch", "%d", steps);
+}
+
+#endif // MLP_TRAIN_H

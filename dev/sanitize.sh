@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# compute-sanitizer's four tools on the GPU code (issue 19): memcheck (bad accesses, leaks),
+# racecheck (shared-memory races), initcheck (reads of memory nothing wrote) and synccheck (barriers
+# misused), each on `./test_mlp -Q` (every kernel and path once, on small and odd shapes) and on a
+# short run of each GPU trainer (the readable one; the fast one on both paths, FP32 and TF32).
+# Prints one summary line per tool and program; logs in OUTDIR. Exit 1 if any reported an error.
+#   bash dev/sanitize.sh [OUTDIR (default dev/out/sanitize)]        (make sanitize runs it)
+#   DATA=dir  the dataset for the trainer runs (default: as the trainers look for it)
+set -uo pipefail
+OUTDIR=${1:-dev/out/sanitize}
+mkdir -p "$OUTDIR"
+command -v compute-sanitizer >/dev/null || { echo "error: compute-sanitizer not found (it comes with the CUDA toolkit)" >&2; exit 2; }
+for b in ./test_mlp ./train_mlp ./train_mlp_fast; do
+  [ -x "$b" ] || { echo "error: $b is not built ---> try: make" >&2; exit 2; }
+done
+DATA=${DATA:-}
+if [ -z "$DATA" ]; then
+  for d in data/mnist data/fashion-mnist .data/fashion-mnist /usr/share/datasets/fashion-mnist; do
+    { [ -e "$d/train-images-idx3-ubyte.gz" ] || [ -e "$d/train-images-idx3-ubyte" ]; } && { DATA=$d; break; }
+  done
+fi
+short=(-d "$DATA" -n 1 -t 3 -v 1)
+odd=(-m 784,100,37,10 -a tanh -b 33)
+programs=(
+  "test_mlp|./test_mlp -Q"
+  "train_mlp|./train_mlp ${short[*]} ${odd[*]}"
+  "train_mlp_fast_f0|./train_mlp_fast ${short[*]} ${odd[*]} -f 0"
+  "train_mlp_fast_f1|./train_mlp_fast ${short[*]} ${odd[*]} -f 1"
+  "train_mlp_fast_tf32|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 1"
+)
+failed=0
+for tool in memcheck racecheck initcheck synccheck; do
+  for p in "${programs[@]}"; do
+    name=${p%%|*}
+    cmd=${p#*|}
+    extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    log="$OUTDIR/${tool}_${name}.log"
+    [ "$name" = test_mlp ] || cmd="$cmd -o /tmp/sanitize_${name}.csv"  # (the trainers' CSV logs go to /tmp)
+    timeout "${SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 3 \
+      $cmd >"$log" 2>&1
+    rc=$?
+    summary=$(grep -E '(ERROR|RACECHECK|INITCHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
+    echo "$tool $name: exit $rc; ${summary:-no summary line (see $log)}"
+    [ $rc -eq 0 ] || failed=1
+  done
+done
+exit $failed

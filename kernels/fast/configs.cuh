@@ -1,0 +1,111 @@
+/*
+kernels/fast/configs.cuh: the tile configurations of the fast matmul kernels, in one list from which
+everything else is made: the planner's table (kernels/fast/planner.cuh) and the launch switch that
+instantiates the kernels (kernels/fast/launch.cuh). Adding a configuration is one line here.
+
+Each is a row of an X-macro list: MF_FP32_CONFIGS (kernels/fast/fp32_tiles.cuh), MF_MMA_CONFIGS
+(mma.sync, kernels/fast/mma_tf32.cuh) and MF_WGMMA_CONFIGS (wgmma, kernels/fast/wgmma_tf32.cuh):
+    ID             the configuration's name in plans and in the tuned table (unique per precision:
+                   the FP32 list, and the two TF32 lists together)
+    the tile       FP32: block BM x BN, K step BK, TM x TN per thread, ST pipeline stages;
+                   mma.sync: block BM x BN, K step BK, WM x WN per warp, ST stages;
+                   wgmma: WGS warpgroups (BM = 64 WGS), NB 64-column blocks (BN = 64 NB), ST stages
+    EFF, FILL, OCC the cost model (planner.cuh mf_cost); EFF 0: the cost model never picks it
+    BUILT          the products and precisions it is compiled for (MF_BUILT bits): a kernel is one
+                   instantiation per product layout and precision, and compiling one costs seconds,
+                   so the trainer's build compiles only what its planner can pick for what the
+                   trainer passes (kernels/fast/matmul_fast.h).
+
+These lists hold what the trainer's planner can pick: the cost model's candidates (EFF > 0) and the
+tuned table's entries for the products and precisions the trainer passes. dev/cuda adds the
+configurations only its sweeps run through the MF_EXTRA_*_CONFIGS hooks below, and builds every
+configuration for every product and precision (MF_BUILD_ALL), from the same sources
+(dev/cuda/matmul_sweep_configs.h).
+*/
+#ifndef MLP_FAST_CONFIGS_CUH
+#define MLP_FAST_CONFIGS_CUH
+
+#include "matmul_fast.h"  // MF_FWD, MF_DINP, MF_DWEIGHT, MF_TF32_ROUND, MF_TF32_EXACT
+
+// the BUILT bit of product prod (MfProduct) in precision tf32 (0, MF_TF32_ROUND, MF_TF32_EXACT)
+#define MF_BUILT(prod, tf32) (1 << ((prod) * 3 + (tf32)))
+#define MF_BUILT_FP32 (MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0))
+// what the trainer passes in TF32: its forward products' operands are TF32 values (-x 1)
+#define MF_BUILT_TRAINER_TF32 \
+    (MF_BUILT(MF_FWD, MF_TF32_EXACT) | MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND))
+#define MF_BUILT_EVERYWHERE 0x1FF
+
+// X(ID, BM, BN, BK, TM, TN, ST, EFF, FILL, OCC, BUILT)
+#define MF_FP32_CONFIGS(X)                                        \
+    X(0, 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, MF_BUILT_FP32)   \
+    X(1, 64, 64, 16, 4, 4, 4, 0.61f, 19.0f, 3, MF_BUILT_FP32)    \
+    X(2, 32, 64, 32, 4, 4, 3, 0.52f, 30.0f, 3, MF_BUILT_FP32)    \
+    X(3, 32, 32, 32, 4, 4, 4, 0.50f, 1.5f, 4, MF_BUILT_FP32)     \
+    X(4, 32, 64, 16, 4, 4, 4, 3.00f, 13.0f, 4, MF_BUILT_FP32)
+
+// X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
+// (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256)
+#define MF_MMA_CONFIGS(X)                                                      \
+    X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32)        \
+    X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32)        \
+    X(2, 32, 32, 32, 16, 16, 4, 0.89f, 1.0f, 1, MF_BUILT_TRAINER_TF32)         \
+    X(3, 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, MF_BUILT_TRAINER_TF32)       \
+    X(4, 64, 64, 16, 32, 16, 4, 1.40f, 4.0f, 1, MF_BUILT_TRAINER_TF32)         \
+    X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))
+
+// X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
+// (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256)
+#define MF_WGMMA_CONFIGS(X) \
+    X(11, 1, 1, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT))
+
+// dev/cuda's hooks: more rows (with IDs of their own), and every row built everywhere
+#ifndef MF_EXTRA_FP32_CONFIGS
+#define MF_EXTRA_FP32_CONFIGS(X)
+#endif
+#ifndef MF_EXTRA_MMA_CONFIGS
+#define MF_EXTRA_MMA_CONFIGS(X)
+#endif
+#ifndef MF_EXTRA_WGMMA_CONFIGS
+#define MF_EXTRA_WGMMA_CONFIGS(X)
+#endif
+#ifndef MF_BUILD_ALL
+#define MF_BUILD_ALL 0
+#endif
+#define MF_ALL_FP32_CONFIGS(X) MF_FP32_CONFIGS(X) MF_EXTRA_FP32_CONFIGS(X)
+#define MF_ALL_MMA_CONFIGS(X) MF_MMA_CONFIGS(X) MF_EXTRA_MMA_CONFIGS(X)
+#define MF_ALL_WGMMA_CONFIGS(X) MF_WGMMA_CONFIGS(X) MF_EXTRA_WGMMA_CONFIGS(X)
+// a row's BUILT bits in this build
+#define MF_BUILT_HERE(BUILT) (MF_BUILD_ALL ? MF_BUILT_EVERYWHERE : (BUILT))
+
+// whether this build has the wgmma kernel (sm_90a)
+#if defined(MF_WGMMA)
+#define MF_HAVE_WGMMA 1
+#else
+#define MF_HAVE_WGMMA 0
+#endif
+
+// ----------------------------------------------------------------------------
+// the shared memory a configuration needs
+
+// floats of one operand tile in shared memory (MfTile, kernels/fast/pipeline.cuh): a k-contiguous one
+// as S[d][k] with rows of BK + 4 floats, the other as S[k][d] with rows of BD + PADD (4 FP32, 8 TF32)
+__host__ __device__ constexpr int mf_tile_floats(int BD, int BK, bool KC, int PADD) {
+    return KC ? BD * (BK + 4) : BK * (BD + PADD);
+}
+// floats of the FP32 or mma.sync kernel's shared memory: ST stages of (A tile, B tile), or the BM x BN
+// partial tile of the cluster reduction if that is larger
+__host__ __device__ constexpr int mf_smem_floats(int BM, int BN, int BK, int ST, bool A_KC, bool B_KC, int PADD) {
+    return ST * (mf_tile_floats(BM, BK, A_KC, PADD) + mf_tile_floats(BN, BK, B_KC, PADD)) > BM * BN
+         ? ST * (mf_tile_floats(BM, BK, A_KC, PADD) + mf_tile_floats(BN, BK, B_KC, PADD)) : BM * BN;
+}
+// floats of the wgmma kernel's shared memory (kernels/fast/wgmma_tf32.cuh: k-major tiles, staging
+// tiles, or the BM x BN partial tile of the cluster reduction if that is larger), + 1024 bytes for
+// the alignment
+__host__ __device__ constexpr int mf_wg_smem_floats(int WGS, int NB, int ST, bool A_KC, bool B_KC) {
+    const int BM = 64 * WGS, BN = 64 * NB;
+    const int tiles = (A_KC ? ST : 2) * BM * 32 + (B_KC ? ST : 2) * BN * 32 + (A_KC ? 0 : ST * 32 * (BM + 4))
+                    + (B_KC ? 0 : ST * 32 * (BN + 4));
+    return (tiles > BM * BN ? tiles : BM * BN) + 256;
+}
+
+#endif  // MLP_FAST_CONFIGS_CUH

@@ -1,0 +1,64 @@
+/*
+kernels/fast/gather_fast.cuh: the fast trainer's batch gather. Simple twin: gather_batch
+(kernels/data.cuh); CPU twin: gather_batch_cpu.
+    x(bs, D) = images[perm[start + b]] / 255,  labels(bs) = all_labels[perm[start + b]]
+    start = (*step + ahead) * B: the step counter lives on the device (kernels/fast/softmax_fast.cuh);
+    ahead = 1 gathers the next step's batch while this step runs (train_mlp_fast.cu);
+    tf32 = 1 (-x 1) stores round_tf32(x): the first layer's forward product then takes the batch
+    as it is (kernels/fast/matmul_fast.h MF_TF32_EXACT)
+*/
+#ifndef MLP_FAST_GATHER_CUH
+#define MLP_FAST_GATHER_CUH
+
+#include <stdint.h>
+
+#include "../common.cuh"
+#include "tf32.cuh"
+
+// one input value: the pixel / 255, a division, as the CPU does (the same float, bit for bit), rounded
+// to TF32 when tf32 (also dev/persistent/persistent.cuh's gather, with tf32 = 0)
+__device__ __forceinline__ float pixel_value(uint8_t p, int tf32) {
+    const float v = p / 255.0f;
+    return tf32 ? round_tf32(v) : v;
+}
+
+// a row of the batch per blockIdx.y, pixels across threads (coalesced uint8 reads)
+__global__ void gather_batch_step_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
+                                    const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32) {
+    int b = blockIdx.y;
+    if (b >= bs) return;
+    int item = perm[(size_t)(*step + ahead) * B + b];
+    const uint8_t *img = images + (size_t)item * D;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
+        x[(size_t)b * D + i] = pixel_value(img[i], tf32);
+    if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[item];
+}
+
+// evaluation batches are contiguous rows of the test set: items start .. start + bs - 1
+__global__ void gather_rows_fast_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
+                                   int start, int bs, int D, int tf32) {
+    int b = blockIdx.y;
+    if (b >= bs) return;
+    const uint8_t *img = images + (size_t)(start + b) * D;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
+        x[(size_t)b * D + i] = pixel_value(img[i], tf32);
+    if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[start + b];
+}
+
+// the batch of step *step + ahead (ahead 0: this step's; 1: the next one's); tf32: rounded to TF32
+static inline void gather_batch_step(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
+                                const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32,
+                                cudaStream_t stream) {
+    dim3 grid(CEIL_DIV(D, 1024) < 4 ? CEIL_DIV(D, 1024) : 4, bs);
+    gather_batch_step_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, perm, step, ahead, B, bs, D, tf32);
+    cudaCheck(cudaGetLastError());
+}
+
+static inline void gather_rows_fast(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels, int start,
+                               int bs, int D, int tf32, cudaStream_t stream) {
+    dim3 grid(CEIL_DIV(D, 1024) < 4 ? CEIL_DIV(D, 1024) : 4, bs);
+    gather_rows_fast_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, start, bs, D, tf32);
+    cudaCheck(cudaGetLastError());
+}
+
+#endif // MLP_FAST_GATHER_CUH

@@ -1,0 +1,210 @@
+/*
+kernels/fast/head.cuh: the classifier head of a training step in one kernel.
+CPU twins: matmul_forward_cpu, softmax_xent_forward_backward_cpu, matmul_backward_cpu's dinp and
+the activation's _backward_cpu, one after the other (train_mlp_cpu.c); test_mlp compares the
+logits, the loss and every gradient after each step.
+
+    h (B, IN) the last hidden layer's output, W (C, IN), b (C), labels (B), act of the layer below
+    logits  z_b     = W · h_b + b                                            (B, C)
+    loss_b          = logsumexp(z_b) - z_b[label_b]                           (B) per row
+    dlogits dz_b    = (softmax(z_b) - onehot(label_b)) / B                   (B, C)
+    dh      dh_b    = (Wᵀ · dz_b) ⊙ act'(h_b)                                 (B, IN)
+
+Without it those are three kernels in a row on the step's critical path (the last layer's
+forward matmul, the softmax, the last layer's dinp matmul), each with its launch gap, for very
+little arithmetic: the last layer has only C outputs (10 classes). Here a block takes HEAD_ROWS
+rows from start to end:
+  1. its threads split IN, each keeps partial logits for every row and class (a W element is
+     loaded once and used for all the block's rows), a butterfly of shuffles adds them up in each
+     warp, and one thread per logit adds the warps' sums in order, plus the bias;
+  2. one thread per row computes the loss and dlogits with softmax_xent_row (softmax_xent.cuh),
+     the function every softmax path here uses;
+  3. the threads split the rows' dh, a float4 each.
+Every sum runs in a fixed order: the results are the same bits on every run. (A first version
+gave each row one warp that walked its k alone: many times slower, because each warp waited for
+one round of loads after another: dev/NOTES.md.)
+
+The mean loss over the batch, and moving the device step counter on (softmax_xent.cuh), need all
+rows: head_batch_sums_kernel does them after this kernel, with the last layer's bias gradient,
+on the bias stream (train_mlp_fast.cu model_backward_update). The last layer's weight gradient stays
+a matmul, on the side stream.
+Limits: C <= HEAD_MAX_C (the trainer falls back to the three kernels above it). Any B and IN; IN
+a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
+*/
+#ifndef MLP_HEAD_CUH
+#define MLP_HEAD_CUH
+
+#include <stdint.h>
+#include "../activation.cuh"    // activation_grad_from_output
+#include "../common.cuh"        // cudaCheck
+#include "../softmax_xent.cuh"  // softmax_xent_row, block_sum_fixed_order, LOSS_THREADS
+#include "dbias.cuh"            // dbias_tile, DBIAS_TILE
+#include "pdl.cuh"              // pdl_wait, launch_pdl
+
+#define HEAD_MAX_C 32     // classes the fused head takes (each thread keeps HEAD_ROWS x MAXC partial sums)
+#define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
+#define HEAD_THREADS 256  // 8 warps split each row's IN between them
+
+// MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0, aligned rows)
+template <int MAXC>
+__global__ void __launch_bounds__(HEAD_THREADS)
+    head_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
+                const float *bias, const int *labels, int B, int IN, int C, int act, int vec) {
+    __shared__ float part[HEAD_THREADS / 32][HEAD_ROWS][MAXC];   // each warp's partial logits
+    __shared__ float z[HEAD_ROWS][MAXC], dz[HEAD_ROWS][MAXC];    // the rows' logits and their gradients
+    pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int b0 = blockIdx.x * HEAD_ROWS;
+    const int rows = B - b0 < HEAD_ROWS ? B - b0 : HEAD_ROWS;
+
+    // 1. partial logits: the thread's k (float4s, or floats, HEAD_THREADS apart) for each row and
+    //    class; every W element is loaded once per block and used for all its rows
+    float acc[HEAD_ROWS][MAXC];
+#pragma unroll
+    for (int r = 0; r < HEAD_ROWS; r++)
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) acc[r][c] = 0.0f;
+    const int step = vec ? 4 * HEAD_THREADS : HEAD_THREADS;
+    for (int k = vec ? 4 * tid : tid; k < IN; k += step) {
+        float4 x[HEAD_ROWS];
+#pragma unroll
+        for (int r = 0; r < HEAD_ROWS; r++) {
+            const float *hr = h + (size_t)(b0 + r) * IN + k;
+            x[r] = r >= rows ? make_float4(0.f, 0.f, 0.f, 0.f)
+                 : vec ? *reinterpret_cast<const float4 *>(hr) : make_float4(hr[0], 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) {
+            if (c < C) {
+                const float *wc = W + (size_t)c * IN + k;
+                const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
+#pragma unroll
+                for (int r = 0; r < HEAD_ROWS; r++) {
+                    acc[r][c] = fmaf(x[r].x, w.x, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].y, w.y, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].z, w.z, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].w, w.w, acc[r][c]);
+                }
+            }
+        }
+    }
+    //    ... added up across each warp (a butterfly of shuffles), then across the warps in order
+#pragma unroll
+    for (int r = 0; r < HEAD_ROWS; r++)
+#pragma unroll
+        for (int c = 0; c < MAXC; c++)
+            if (c < C) {
+#pragma unroll
+                for (int off = 16; off > 0; off /= 2) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], off);
+                if (lane == 0) part[warp][r][c] = acc[r][c];
+            }
+    __syncthreads();
+    if (tid < HEAD_ROWS * MAXC) {
+        const int r = tid / MAXC, c = tid % MAXC;
+        if (r < rows && c < C) {
+            float s = bias[c];
+            for (int w = 0; w < HEAD_THREADS / 32; w++) s += part[w][r][c];
+            z[r][c] = s;
+            logits[(size_t)(b0 + r) * C + c] = s;
+        }
+    }
+    __syncthreads();
+
+    // 2. the loss and dlogits of each row, by the function every softmax path shares (softmax_xent.cuh)
+    if (tid < rows) losses[b0 + tid] = softmax_xent_row(dz[tid], z[tid], labels[b0 + tid], C, B);
+    __syncthreads();
+    if (tid < HEAD_ROWS * MAXC) {
+        const int r = tid / MAXC, c = tid % MAXC;
+        if (r < rows && c < C) dlogits[(size_t)(b0 + r) * C + c] = dz[r][c];
+    }
+    if (dh == NULL) return;  // a one-layer model: h is the data, it needs no gradient
+
+    // 3. dh_b[k] = Σ_c dz[c] · W[c][k] · act'(h_b[k]), a float4 (or a float) of one row per thread and step
+    const int per_row = vec ? IN / 4 : IN;
+    for (int i = tid; i < rows * per_row; i += HEAD_THREADS) {
+        const int r = i / per_row, k = (i % per_row) * (vec ? 4 : 1);
+        const size_t o = (size_t)(b0 + r) * IN + k;
+        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) {
+            if (c < C) {
+                const float *wc = W + (size_t)c * IN + k;
+                const float d = dz[r][c];
+                if (vec) {
+                    const float4 w = *reinterpret_cast<const float4 *>(wc);
+                    s.x = fmaf(d, w.x, s.x);
+                    s.y = fmaf(d, w.y, s.y);
+                    s.z = fmaf(d, w.z, s.z);
+                    s.w = fmaf(d, w.w, s.w);
+                } else {
+                    s.x = fmaf(d, wc[0], s.x);
+                }
+            }
+        }
+        if (vec) {
+            const float4 y = *reinterpret_cast<const float4 *>(h + o);
+            s.x *= activation_grad_from_output(y.x, act);
+            s.y *= activation_grad_from_output(y.y, act);
+            s.z *= activation_grad_from_output(y.z, act);
+            s.w *= activation_grad_from_output(y.w, act);
+            *reinterpret_cast<float4 *>(dh + o) = s;
+        } else {
+            dh[o] = s.x * activation_grad_from_output(h[o], act);
+        }
+    }
+}
+
+static inline bool head_fits(int C) { return C >= 1 && C <= HEAD_MAX_C; }
+
+// logits, dlogits (B, C), losses (B); dh (B, IN) or NULL; see the top of the file. Launched with
+// PDL: enqueue it right after the kernel that writes h (or with nothing recorded in between).
+static inline void head_forward_backward(float *logits, float *dlogits, float *dh, float *losses, const float *h,
+                                         const float *W, const float *bias, const int *labels, int B, int IN, int C,
+                                         int act, cudaStream_t stream) {
+    if (!head_fits(C)) {
+        fprintf(stderr, "head_forward_backward: %d classes, more than the %d it takes\n", C, HEAD_MAX_C);
+        exit(EXIT_FAILURE);
+    }
+    if (B <= 0) return;
+    const int vec = IN % 4 == 0 && ((uintptr_t)h & 15) == 0 && ((uintptr_t)W & 15) == 0 &&
+                    (dh == NULL || ((uintptr_t)dh & 15) == 0);
+    const dim3 grid(CEIL_DIV(B, HEAD_ROWS)), block(HEAD_THREADS);
+    if (C <= 16)
+        launch_pdl(head_kernel<16>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
+                   act, vec);
+    else
+        launch_pdl(head_kernel<32>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
+                   act, vec);
+    cudaCheck(cudaGetLastError());
+}
+
+// The head's sums over the batch, in one block of LOSS_THREADS (32 x 32) threads, on the bias
+// stream: the last layer's bias gradient db = Σ_b dlogits[b] with its SGD step, as
+// matmul_backward_dbias_fast does it (the same dbias_tile, C <= 32 columns), and the step's mean
+// loss, as loss_mean_kernel does it (step_losses[*step] = mean of losses, then ++*step). One
+// launch where there were two: after the head that stream carried the critical path of the
+// small model's step.
+__global__ void __launch_bounds__(LOSS_THREADS)
+    head_batch_sums_kernel(float *dbias, const float *dlogits, int B, int C, float *param, float *mbuf, float lr,
+                           float mu, float wd, float *step_losses, int *step, const float *losses) {
+    __shared__ double shared[LOSS_THREADS];
+    dbias_tile(dbias, dlogits, B, C, 0, threadIdx.x % DBIAS_TILE, threadIdx.x / DBIAS_TILE, param, mbuf, lr, mu, wd);
+    double total = block_sum_fixed_order(losses, B, shared);
+    if (threadIdx.x == 0) {
+        step_losses[*step] = (float)(total / B);
+        *step += 1;
+    }
+}
+
+// after head_forward_backward: db (C) of the last layer and its SGD step on param, mbuf (C); the
+// step's mean loss into step_losses[*step], and the step counter moves on
+static inline void head_batch_sums(float *dbias, const float *dlogits, int B, int C, float *param, float *mbuf,
+                                   float lr, float mu, float wd, float *step_losses, int *step, const float *losses,
+                                   cudaStream_t stream) {
+    static_assert(DBIAS_TILE * DBIAS_TILE == LOSS_THREADS && HEAD_MAX_C <= DBIAS_TILE, "one block does both sums");
+    head_batch_sums_kernel<<<1, LOSS_THREADS, 0, stream>>>(dbias, dlogits, B, C, param, mbuf, lr, mu, wd, step_losses,
+                                                           step, losses);
+    cudaCheck(cudaGetLastError());
+}
+
+#endif // MLP_HEAD_CUH

@@ -1,0 +1,120 @@
+/*
+kernels/fast/matmul_fast.cu: the launchers of kernels/fast/matmul_fast.h: plan a product
+(kernels/fast/planner.cuh), then launch its kernel (kernels/fast/launch.cuh, compiled per product in
+kernels/fast/matmul_fast_forward.cu, _dinp.cu and _dweight.cu, which build in parallel).
+Compiled once, and linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "launch.cuh"       // MfArgs, mf_launch_forward / _dinp / _dweight
+#include "matmul_fast.h"
+#include "planner.cuh"      // mf_plan, mf_cfg
+
+static inline bool mf_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+MatmulFastPlan matmul_fast_plan(MfProduct prod, int M, int N, int K, int tf32, int have_scratch) {
+    return mf_plan(prod, M, N, K, mf_tf32_here(prod, tf32), have_scratch);
+}
+
+int matmul_fast_plan_fixed(MatmulFastPlan *p, MfProduct prod, int M, int N, int K, int tf32, int have_scratch,
+                           int cfg, int splits) {
+    return mf_plan_fixed(p, prod, M, N, K, mf_tf32_here(prod, tf32), have_scratch, cfg, splits);
+}
+
+const MatmulFastCfg *matmul_fast_configs(int tf32, int *count) {
+    *count = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
+    return tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
+}
+
+int matmul_fast_has_clusters(void) { return mf_has_clusters(); }
+
+// C(M, N) = epi(A . B) with plan p: the grid has a block per (BM x BN tile, K slice); the slices add
+// up in their cluster, or through scratch and the reduce kernel (epilogue.cuh), which then applies
+// the epilogue.
+void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const float *A, const float *B, int M,
+                     int N, int K, const MatmulFastEpi *epi, float *scratch, int tf32, int pdl, cudaStream_t stream) {
+    if (M <= 0 || N <= 0) return;
+    static const char *const names[] = {"forward", "dinp", "dweight"};
+    tf32 = mf_tf32_here(prod, tf32);
+    const MatmulFastCfg *c = mf_cfg(tf32, p->cfg);
+    if (c == NULL) {
+        fprintf(stderr, "error: matmul_fast: this build has no kernel for the %s product with tf32 = %d ---> try: "
+                        "the lists of kernels/fast/configs.cuh\n", names[prod], tf32);
+        exit(EXIT_FAILURE);
+    }
+    const int split = p->splits > 1 && p->cluster ? MF_SPLIT_CLUSTER : MF_SPLIT_RAW;
+    const int via_scratch = p->splits > 1 && split == MF_SPLIT_RAW;
+    if (via_scratch && scratch == NULL) {
+        fprintf(stderr, "error: matmul_fast: the %s product's plan splits K %d ways through scratch, and there is "
+                        "none ---> try: matmul_fast_plan with have_scratch = 0\n", names[prod], p->splits);
+        exit(EXIT_FAILURE);
+    }
+    const bool vec = (K % 4 == 0) && (M % 4 == 0) && (N % 4 == 0) && mf_aligned16(A) && mf_aligned16(B) &&
+                     mf_aligned16(C) && (epi->aux == NULL || mf_aligned16(epi->aux)) &&
+                     (scratch == NULL || mf_aligned16(scratch));
+    const dim3 grid(mf_ceil_div(N, c->bn), mf_ceil_div(M, c->bm), p->splits);
+    MfArgs a = {via_scratch ? scratch : C, A, B, M, N, K, p->kchunk, vec ? 1 : 0, split, *epi};
+    if (via_scratch) a.epi.kind = MF_EPI_RAW;
+    if (prod == MF_FWD) mf_launch_forward(tf32, p->cfg, grid, pdl, stream, a);
+    else if (prod == MF_DINP) mf_launch_dinp(tf32, p->cfg, grid, pdl, stream, a);
+    else mf_launch_dweight(tf32, p->cfg, grid, pdl, stream, a);
+    if (via_scratch) {
+        const size_t MN = (size_t)M * N;
+        const int threads = 256;
+        if (vec) {
+            matmul_fast_splitk_reduce_kernel<true><<<(unsigned)((MN / 4 + threads - 1) / threads), threads, 0, stream>>>(
+                C, scratch, p->splits, M, N, *epi);
+        } else {
+            matmul_fast_splitk_reduce_kernel<false><<<(unsigned)((MN + threads - 1) / threads), threads, 0, stream>>>(
+                C, scratch, p->splits, M, N, *epi);
+        }
+        cudaCheck(cudaGetLastError());
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the launchers the trainer calls
+
+void matmul_forward_fast(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
+                         int OUT, int act, int tf32, int round_out, cudaStream_t stream) {
+    const MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out};
+    const MatmulFastPlan p = matmul_fast_plan(MF_FWD, B, OUT, IN, tf32, 0);
+    matmul_fast_run(MF_FWD, &p, out, inp, weight, B, OUT, IN, &epi, NULL, tf32, 1, stream);
+}
+
+void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weight, const float *inp_act, int act,
+                               int B, int IN, int OUT, int tf32, cudaStream_t stream) {
+    if (inp_act == NULL && act != ACT_NONE) {
+        fprintf(stderr, "error: matmul_backward_dinp_fast: inp_act is NULL but act is %s (only none allows it)\n",
+                ACT_NAMES[act]);
+        exit(EXIT_FAILURE);
+    }
+    const MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}, 0};
+    const MatmulFastPlan p = matmul_fast_plan(MF_DINP, B, IN, OUT, tf32, 0);
+    matmul_fast_run(MF_DINP, &p, dinp, dout, weight, B, IN, OUT, &epi, NULL, tf32, 0, stream);
+}
+
+size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
+    size_t need = 0;
+    for (int tf32 = 0; tf32 <= MF_TF32_ROUND; tf32++) {
+        const MatmulFastPlan p = matmul_fast_plan(MF_DWEIGHT, OUT, IN, B, tf32, 1);
+        if (p.splits > 1 && !p.cluster) {
+            const size_t n = (size_t)p.splits * OUT * IN;
+            if (n > need) need = n;
+        }
+    }
+    return need;
+}
+
+void matmul_backward_dweight_fast(float *dweight, const float *dout, const float *inp, int B, int IN, int OUT,
+                                  float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream) {
+    MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0};
+    if (sgd) {
+        epi.kind = MF_EPI_SGD;
+        epi.sgd = *sgd;
+    }
+    const MatmulFastPlan p = matmul_fast_plan(MF_DWEIGHT, OUT, IN, B, tf32, scratch != NULL);
+    matmul_fast_run(MF_DWEIGHT, &p, dweight, dout, inp, OUT, IN, B, &epi, scratch, tf32, 0, stream);
+}

@@ -1,0 +1,131 @@
+/*
+kernels/fast/matmul_fast.h: the fast matmuls of a linear layer, as their callers see them. Host
+code only: the kernels are compiled once, in kernels/fast/matmul_fast*.cu, and linked into the fast
+trainer, test_mlp and dev/cuda's benchmarks.
+
+Key: B batch, IN input features, OUT output features. Everything is row-major.
+    inp (B, IN), weight (OUT, IN) as PyTorch's nn.Linear stores it, bias (OUT), out (B, OUT)
+
+The three products of a linear layer, and the generic matmul C(M, N) each one is:
+    forward: out(B,OUT)      = act( inp(B,IN) . weight(OUT,IN)^T + bias(OUT) )
+             "NT": C[m][n] = sum_k A[m][k] * B[n][k]      M = B,   N = OUT, K = IN
+    dinp:    dinp(B,IN)      = ( dout(B,OUT) . weight(OUT,IN) ) * act'(inp_act(B,IN))
+             "NN": C[m][n] = sum_k A[m][k] * B[k][n]      M = B,   N = IN,  K = OUT
+    dweight: dweight(OUT,IN) = dout(B,OUT)^T . inp(B,IN)                  (overwrites)
+             "TN": C[m][n] = sum_k A[k][m] * B[k][n]      M = OUT, N = IN,  K = B
+act is one of ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE (common/mlp.h); act' is computed from the
+activation's OUTPUT y: sigmoid' = y(1-y), relu' = (y > 0), tanh' = 1 - y^2, none' = 1.
+
+Precision (the launchers' tf32 argument):
+    0              FP32 on the CUDA cores (FFMA), every product.
+    MF_TF32_ROUND  TF32 tensor cores; the kernels round every operand to TF32 on the way in.
+    MF_TF32_EXACT  TF32 tensor cores on operands that are TF32 values already (round_tf32 applied by
+                   whoever wrote them), which the kernels then take as they are. Rounding a TF32 value
+                   changes nothing, so the products equal MF_TF32_ROUND's on such operands.
+The trainer's build compiles what the trainer passes: FP32 everywhere, MF_TF32_EXACT for the forward
+product (-x 1 keeps its operands TF32 values) and MF_TF32_ROUND for dinp and dweight. Another
+combination there stops with a message naming it; dev/cuda's build compiles every combination.
+
+The launchers only enqueue kernels (no allocation, no synchronisation), so they can be captured into
+a CUDA graph. Any sizes work (B = 1, widths like 37). Results are bitwise reproducible: every sum runs
+in a fixed order, K splits included, and there are no atomics.
+*/
+#ifndef MLP_FAST_MATMUL_FAST_H
+#define MLP_FAST_MATMUL_FAST_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+// the tf32 argument (0: FP32)
+enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2 };
+
+// SGD fused into the weight gradient's epilogue (kernels/sgd.cuh's step): once dW[i] is complete, the
+// thread that holds it updates the parameter and its momentum, laid out like dW. Nothing may read W
+// between that kernel and the next forward pass.
+typedef struct {
+    float *param;       // (OUT, IN) the weights W, updated in place
+    float *mbuf;        // (OUT, IN) their momentum buffer
+    float lr, mu, wd;   // learning rate, momentum, weight decay
+    float *param_tf32;  // NULL, or (OUT, IN): the updated weights rounded to TF32 are stored here too
+} MatmulFastSgd;
+
+// out = act(inp . weight^T + bias); inp is (B, IN), weight is (OUT, IN), bias is (OUT) or NULL, out is
+// (B, OUT). round_out: out is stored rounded to TF32 (the next layer's MF_TF32_EXACT input). Launched
+// with programmatic dependent launch (kernels/fast/pdl.cuh): enqueue it right after the kernel that
+// writes inp, with no event recorded in between.
+void matmul_forward_fast(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
+                         int OUT, int act, int tf32, int round_out, cudaStream_t stream);
+
+// dinp = (dout . weight) * act'(inp_act); dout is (B, OUT), weight is (OUT, IN), inp_act and dinp are
+// (B, IN); inp_act (the activation output of the layer below) may be NULL only when act is ACT_NONE.
+void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weight, const float *inp_act, int act,
+                               int B, int IN, int OUT, int tf32, cudaStream_t stream);
+
+// dweight = dout^T . inp (overwrites); dout is (B, OUT), inp is (B, IN), dweight is (OUT, IN).
+// scratch: matmul_fast_scratch_floats(B, IN, OUT) floats, or NULL (then K is split only through
+// thread-block clusters). sgd: NULL, or W's SGD step, fused in (MatmulFastSgd).
+void matmul_backward_dweight_fast(float *dweight, const float *dout, const float *inp, int B, int IN, int OUT,
+                                  float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream);
+
+// floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT) in FP32 or TF32; 0: none
+size_t matmul_fast_scratch_floats(int B, int IN, int OUT);
+
+// ----------------------------------------------------------------------------
+// Below: the generic product under the launchers, for dev/cuda's sweeps and the tests. A product is
+// planned (which tile configuration, how many K splits: kernels/fast/planner.cuh) and then run.
+
+typedef enum { MF_FWD = 0, MF_DINP = 1, MF_DWEIGHT = 2 } MfProduct;   // "NT", "NN", "TN" above
+
+// what happens to an output element once its sum is complete
+enum { MF_EPI_RAW = 0, MF_EPI_FORWARD = 1, MF_EPI_DINP = 2, MF_EPI_SGD = 3 };
+typedef struct {
+    int kind;            // MF_EPI_*
+    int act;             // ACT_* (MF_EPI_FORWARD: applied; MF_EPI_DINP: its derivative multiplies)
+    const float *bias;   // (N) for MF_EPI_FORWARD, may be NULL
+    const float *aux;    // (M, N) the activation output for MF_EPI_DINP, may be NULL when act is ACT_NONE
+    MatmulFastSgd sgd;   // for MF_EPI_SGD
+    int round_out;       // MF_EPI_FORWARD: store the output rounded to TF32
+} MatmulFastEpi;
+
+// cfg: a tile configuration's id (planner.cuh). splits > 1: K is cut in `splits` slices of kchunk;
+// cluster 1: the slices of a tile form a thread-block cluster and add up in distributed shared memory
+// (sm_90); cluster 0: each slice writes its partial sums to scratch and a reduce kernel adds them.
+typedef struct { int cfg; int splits; int kchunk; int cluster; } MatmulFastPlan;
+
+// the planner's choice for a product of shape (M, N, K); have_scratch: K may be split through scratch.
+// cfg is -1 when this build has no kernel for that product and precision.
+MatmulFastPlan matmul_fast_plan(MfProduct prod, int M, int N, int K, int tf32, int have_scratch);
+
+// the plan of configuration cfg with `splits` K slices, as the planner would carry it out; 0 (and *p
+// untouched) when that is not possible here: cfg not built for this product and precision, its
+// shared memory too large, or the split not possible (no clusters and no scratch, or a slice shorter
+// than one tile step)
+int matmul_fast_plan_fixed(MatmulFastPlan *p, MfProduct prod, int M, int N, int K, int tf32, int have_scratch,
+                           int cfg, int splits);
+
+// C(M, N) = epi(A . B) as product prod lays out A and B, with plan p. scratch: p.splits * M * N floats
+// when the plan splits K without clusters. pdl: launch with programmatic dependent launch (the caller
+// guarantees the previous operation in the stream is a kernel launch).
+void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const float *A, const float *B, int M,
+                     int N, int K, const MatmulFastEpi *epi, float *scratch, int tf32, int pdl, cudaStream_t stream);
+
+// the tile configurations of this build, for dev/cuda's sweeps: `count` of FP32 (tf32 0) or TF32 ones
+typedef struct {
+    int id;              // what plans and the tuned table call it
+    int kind;            // MF_KIND_*
+    int bm, bn, bk;      // block tile M x N, K step
+    int tm, tn;          // FP32: a thread's register block; TF32: a warp's (mma.sync) or warpgroup's (wgmma) tile
+    int st;              // pipeline stages
+    float eff, fill;     // the cost model (planner.cuh); eff 0: never picked by it
+    int occ;             // blocks per SM the cost model assumes
+    int built;           // the products and precisions it is compiled for (MF_BUILT bits)
+    int threads;         // threads per block
+    const char *name;
+} MatmulFastCfg;
+enum { MF_KIND_FP32 = 0, MF_KIND_MMA = 1, MF_KIND_WGMMA = 2 };
+const MatmulFastCfg *matmul_fast_configs(int tf32, int *count);
+
+// whether this build and GPU split K through thread-block clusters (else through scratch, dweight only)
+int matmul_fast_has_clusters(void);
+
+#endif  // MLP_FAST_MATMUL_FAST_H

@@ -1,0 +1,29 @@
+/*
+kernels/fast/tf32.cuh: rounding a float to TF32, the precision the tensor cores multiply in.
+*/
+#ifndef MLP_FAST_TF32_CUH
+#define MLP_FAST_TF32_CUH
+
+#include <string.h>
+
+// TF32: a float with its mantissa cut to 10 bits (of 23), the precision the tensor cores multiply
+// in. round_tf32 rounds to the nearest TF32 value, ties away from zero: on the GPU the instruction
+// cvt.rna (sm_80+), on the host (and older GPUs) the same rounding in integer arithmetic: add half
+// of the 13 dropped bits' range, then clear them. The result is a float whose low 13 bits are 0;
+// the tensor cores take such a value exactly (anything else they truncate). Inf and NaN pass as they are.
+__host__ __device__ __forceinline__ float round_tf32(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+#else
+    unsigned u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x1000u) & 0xFFFFE000u;
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+#endif
+}
+
+#endif // MLP_FAST_TF32_CUH

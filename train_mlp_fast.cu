@@ -1,0 +1,586 @@
+/*
+train_mlp_fast.cu: the fast GPU trainer of mlp.cu. The same model, flags, data and output as
+train_mlp.cu (read that first: it is the same training, one simple kernel per operation), with the
+fast kernels of kernels/fast/ and three ways to cut the time between them:
+
+    fused kernels       the matmuls carry their epilogues: bias and activation in the forward
+                        product, the activation's gradient in dinp (kernels/fast/epilogue.cuh); the
+                        last layer, the loss and the last hidden layer's gradient are one kernel
+                        (kernels/fast/head.cuh); the SGD step rides on the gradient kernels
+    tiled matmuls       register tiles fed by cp.async, tile and K split planned per shape, TF32
+                        tensor cores with -x 1 (kernels/fast/matmul_fast.h)
+    streams and graphs  the backward pass runs on three streams (model_backward_update), the next
+                        batch is gathered while a step runs, and each run of steps between two log
+                        lines is captured once into a CUDA graph and replayed (-f 1, the default):
+                        a step costs one graph launch, not a dozen host launches
+
+Paths (-f): 1 (the default) replays CUDA graphs; 0 launches the same kernels on the same streams
+from the host, step by step: what the graphs save, measured by running both.
+Precision (-x): 0 FP32; 1 TF32 tensor cores in the matmuls (the forward products' operands are
+kept as TF32 values: model_forward says how).
+
+The data goes to the GPU once. Inside an epoch the host never copies or waits, except to print a
+log line. test_mlp checks every tensor of this trainer against train_mlp_cpu.c, step by step.
+
+Shapes: B batch, IN/OUT a layer's features, C classes, L layers.
+Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the flags)
+*/
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/args.h"                 // Config, the flag table shared by the trainers
+#include "common/log.h"                  // settings box, step log, CSV log
+#include "common/mlp.h"                  // ACT_*, MAX_LAYERS, param_layout
+#include "common/rng.h"                  // the epoch shuffle: the same one the CPU trainer draws
+#include "common/run.h"                  // -r and -c: resuming and checkpoints; Ctrl-C
+#include "common/train.h"                // loading the data, the epoch's steps, the settings box
+#include "common/use.h"                  // -e, -p, -i: using a trained model
+#include "common/utils.h"                // checked host allocation and I/O
+#include "data/dataset.h"                // the datasets: IDX, CIFAR-10, image folders
+#include "kernels/common.cuh"            // cudaCheck, cudaMallocCheck, require_gpu
+#include "kernels/data.cuh"              // DeviceData, init_uniform_kernel
+#include "kernels/softmax_xent.cuh"      // softmax_xent_eval_kernel, sum_two_kernel (evaluation)
+#include "kernels/fast/dbias.cuh"        // matmul_backward_dbias_fast: bias gradient + SGD step
+#include "kernels/fast/gather_fast.cuh"  // gather_batch_step, gather_rows_fast
+#include "kernels/fast/head.cuh"         // head_forward_backward, head_batch_sums
+#include "kernels/fast/matmul_fast.h"    // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
+#include "kernels/fast/sgd_fast.cuh"     // sgd_update_fast, round_tf32_copy
+#include "kernels/fast/softmax_fast.cuh" // softmax_xent_forward_backward_fast: the device step counter
+
+#define FAST_EVAL_BATCH 1024       // evaluation runs the test set in batches of this many rows (or B if larger)
+#define FUSED_SGD_MAX_WEIGHTS (1 << 18)  // the first layer's SGD step rides on its dW below this many weights
+#define FAST_MAX_GRAPHS 4          // kinds of run of steps an epoch captures (two: see run_steps)
+
+namespace fast {  // test_mlp.cu includes this file beside train_mlp.cu, whose Model is another
+
+// ----------------------------------------------------------------------------
+// the model on the device
+
+// a run of n steps, the last with last_bs rows, captured into a CUDA graph (run_steps)
+typedef struct {
+    int n, last_bs;
+    cudaGraphExec_t exec;
+} StepGraph;
+
+// The fields of train_mlp.cu's Model, and what the fast path adds: the second batch buffer, the
+// device step counter, the TF32 copy of the weights, the streams and events of the backward pass,
+// and the captured graphs. Every pointer is a GPU address.
+typedef struct {
+    int L, sizes[MAX_LAYERS + 1], act;
+    int B;                                // training batch size
+    int max_batch;                        // rows the activation buffers hold: max(B, FAST_EVAL_BATCH)
+    int tf32;                             // TF32 tensor cores (-x 1)
+    size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
+    float *params, *grads, *mbuf;         // flat buffers, the layout of param_layout()
+    float *params_tf32;                   // -x 1 only: the weights rounded to TF32 (its bias slots unused),
+                                          // what the forward products read; see model_forward
+    float *acts[MAX_LAYERS + 1];          // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
+    float *dacts[MAX_LAYERS + 1];         // gradients of the same shapes (dacts[0] unused)
+    float *batches[2];                    // acts[0] is one of these: train_steps gathers the next
+    int *batch_labels[2];                 // step's batch into the other one
+    float *losses;                        // (max_batch) per-example losses
+    int *labels;                          // (max_batch) the current batch's labels: one of batch_labels
+    float *scratch;                       // split-K partial sums of the weight gradients (or NULL)
+    int *perm;                            // (N train) this epoch's permutation
+    int *step;                            // the device step counter (kernels/fast/softmax_fast.cuh)
+    float *step_losses;                   // (steps per epoch) each step's mean loss
+    // the two streams beside the caller's, one for the weight gradients (and the next step's batch:
+    // train_steps) and one for the bias gradients (model_backward_update), and the events that order them
+    cudaStream_t side, bias_stream;
+    cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_step;
+    StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
+    int num_graphs;
+} Model;
+
+// n_train: rows of the permutation; steps_per_epoch: entries of step_losses
+static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int tf32, int n_train,
+                        int steps_per_epoch) {
+    memset(m, 0, sizeof(*m));
+    m->L = L;
+    m->act = act;
+    m->B = B;
+    m->max_batch = max_batch;
+    m->tf32 = tf32;
+    memcpy(m->sizes, sizes, sizeof(int) * (size_t)(L + 1));
+    m->num_params = param_layout(sizes, L, m->w_off, m->b_off);
+    size_t pbytes = m->num_params * sizeof(float);
+    m->params = (float *)cudaMallocCheck(pbytes, "the parameters");
+    m->grads = (float *)cudaMallocCheck(pbytes, "the gradients");
+    m->mbuf = (float *)cudaMallocCheck(pbytes, "the momentum buffer");
+    cudaCheck(cudaMemset(m->mbuf, 0, pbytes));
+    if (tf32) {
+        m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
+        cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
+    }
+    size_t scratch = 0;
+    for (int l = 0; l <= L; l++) {
+        size_t bytes = (size_t)max_batch * sizes[l] * sizeof(float);
+        m->acts[l] = (float *)cudaMallocCheck(bytes, "the activations");
+        m->dacts[l] = (float *)cudaMallocCheck(bytes, "the activation gradients");
+        if (l < L) {
+            size_t s = matmul_fast_scratch_floats(max_batch, sizes[l], sizes[l + 1]);
+            scratch = s > scratch ? s : scratch;
+        }
+    }
+    m->scratch = scratch ? (float *)cudaMallocCheck(scratch * sizeof(float), "the split-K scratch") : NULL;
+    m->losses = (float *)cudaMallocCheck((size_t)max_batch * sizeof(float), "the losses");
+    m->labels = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
+    m->batches[0] = m->acts[0];
+    m->batch_labels[0] = m->labels;
+    m->batches[1] = (float *)cudaMallocCheck((size_t)max_batch * sizes[0] * sizeof(float), "the activations");
+    m->batch_labels[1] = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
+    m->perm = (int *)cudaMallocCheck((size_t)(n_train > 0 ? n_train : 1) * sizeof(int), "the permutation");
+    m->step = (int *)cudaMallocCheck(sizeof(int), "the step counter");
+    m->step_losses = (float *)cudaMallocCheck((size_t)steps_per_epoch * sizeof(float), "the step losses");
+    cudaCheck(cudaMemset(m->step, 0, sizeof(int)));
+    // (Giving the main stream, which carries the critical path, a higher priority than these two
+    // measured no difference: dev/NOTES.md.)
+    cudaCheck(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
+    cudaCheck(cudaStreamCreateWithFlags(&m->bias_stream, cudaStreamNonBlocking));
+    for (int l = 0; l < L; l++) {
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_dout[l], cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_dinp[l], cudaEventDisableTiming));
+    }
+    cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&m->ev_bias_done, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&m->ev_step, cudaEventDisableTiming));
+}
+
+// the captured graphs: they hold this model's buffers, so they go with it
+static void free_graphs(Model *m) {
+    for (int i = 0; i < m->num_graphs; i++) cudaCheck(cudaGraphExecDestroy(m->graphs[i].exec));
+    m->num_graphs = 0;
+}
+
+static void model_free(Model *m) {
+    free_graphs(m);
+    cudaCheck(cudaFree(m->params));
+    cudaCheck(cudaFree(m->grads));
+    cudaCheck(cudaFree(m->mbuf));
+    cudaCheck(cudaFree(m->params_tf32));
+    for (int l = 0; l <= m->L; l++) {
+        if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
+        cudaCheck(cudaFree(m->dacts[l]));
+    }
+    for (int i = 0; i < 2; i++) {
+        cudaCheck(cudaFree(m->batches[i]));
+        cudaCheck(cudaFree(m->batch_labels[i]));
+    }
+    cudaCheck(cudaFree(m->scratch));  // (cudaFree(NULL) does nothing)
+    cudaCheck(cudaFree(m->losses));
+    cudaCheck(cudaFree(m->perm));
+    cudaCheck(cudaFree(m->step));
+    cudaCheck(cudaFree(m->step_losses));
+    for (int l = 0; l < m->L; l++) {
+        cudaCheck(cudaEventDestroy(m->ev_dout[l]));
+        cudaCheck(cudaEventDestroy(m->ev_dinp[l]));
+    }
+    cudaCheck(cudaEventDestroy(m->ev_side_done));
+    cudaCheck(cudaEventDestroy(m->ev_bias_done));
+    cudaCheck(cudaEventDestroy(m->ev_step));
+    cudaCheck(cudaStreamDestroy(m->side));
+    cudaCheck(cudaStreamDestroy(m->bias_stream));
+}
+
+// nn.Linear's init, W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)], drawn on the device by cuRAND's
+// Philox generator (kernels/data.cuh): the same numbers as train_mlp.cu and model_init_params_cpu
+static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
+    for (int l = 0; l < m->L; l++) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        float bound = 1.0f / sqrtf((float)IN);
+        size_t n = (size_t)OUT * IN + OUT;  // W then b, contiguous
+        init_uniform_kernel<<<(unsigned)CEIL_DIV(n, (size_t)256), 256, 0, stream>>>(m->params + m->w_off[l], n, bound,
+                                                                                    seed, m->w_off[l]);
+        cudaCheck(cudaGetLastError());
+    }
+    if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
+}
+
+// ----------------------------------------------------------------------------
+// forward, loss, backward and update
+
+// acts[0] holds bs rows; runs the first `layers` layers, leaving their outputs in acts[1..layers].
+// With TF32 (-x 1) every forward product's operands are TF32 values already: the batch is gathered
+// rounded, each hidden layer's output is stored rounded (the logits are not), and the weights come
+// from params_tf32, which the optimizer steps keep equal to round_tf32(params). The tensor cores
+// would round them anyway; stored so, the kernels can skip their rounding (MF_TF32_EXACT,
+// kernels/fast/matmul_fast.h). The backward products read the same activations (relu' sees the
+// same sign; sigmoid' and tanh' see the value the tensor cores saw), and the FP32 weights.
+static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stream) {
+    for (int l = 0; l < layers; l++) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        const float *b = m->params + m->b_off[l];
+        int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
+        if (m->tf32)
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
+                                MF_TF32_EXACT, l < m->L - 1, stream);
+        else
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, 0, 0, stream);
+    }
+}
+
+// acts[0] holds the batch (bs rows): every layer's output, the logits in acts[L]
+static void model_forward(Model *m, int bs, cudaStream_t stream) { model_forward_layers(m, bs, m->L, stream); }
+
+// With at most HEAD_MAX_C classes the last layer, the loss and the gradients down to the last
+// hidden layer's output are one kernel (kernels/fast/head.cuh)
+static int model_head_fused(const Model *m) { return head_fits(m->sizes[m->L]); }
+
+// model_forward and train_mlp.cu's model_loss, fused: the logits, each row's loss, dlogits
+// (dacts[L]), and the step's mean loss into step_losses[*step] with the device step counter moved
+// on (kernels/fast/softmax_fast.cuh). With the fused head also dacts[L-1], the last hidden layer's
+// gradient, ahead of model_backward_update; the head leaves the mean loss and the step counter to
+// model_backward_update (head_batch_sums, on the bias stream).
+static void model_forward_loss(Model *m, int bs, cudaStream_t stream) {
+    int L = m->L;
+    if (model_head_fused(m)) {
+        model_forward_layers(m, bs, L - 1, stream);
+        head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
+                              m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
+                              m->sizes[L - 1], m->sizes[L], m->act, stream);
+    } else {
+        model_forward(m, bs, stream);
+        softmax_xent_forward_backward_fast(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
+                                           m->sizes[L], stream);
+    }
+}
+
+// train_mlp.cu's model_backward and model_update, as three streams. Once dout of layer l
+// (dacts[l+1]) exists:
+//   main stream:  dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused in; the next
+//                 layer down needs it, so this chain is the critical path;
+//   side stream:  dW = doutᵀ · acts[l], beside dinp; then, once dinp has read W, W's SGD step;
+//   bias stream:  db = Σ dout with b's SGD step fused in (only the next forward pass reads b);
+//                 for the last layer after the fused head, with the step's mean loss and the step
+//                 counter in the same kernel (head_batch_sums, kernels/fast/head.cuh).
+// The last layer's dinp is the fused head's (model_forward_loss) when it is used.
+// The first layer has no dinp: its dW runs on main, after the last dinp, beside the side stream's
+// last update. If the layer has fewer than FUSED_SGD_MAX_WEIGHTS weights its SGD step is fused into
+// dW's epilogue (MatmulFastSgd), which saves a small model a kernel per step; above that the step is
+// the SGD kernel after dW: the fused step is bound by memory latency (the matmul's few blocks per
+// SM, one weight in flight per thread), the kernel is not (dev/NOTES.md has the measurements).
+// (Fusing the step into every dW was slower for the wide model: dW would have to wait for dinp
+// instead of running beside it.) The events carry the order: ev_dout[l] (dout ready) and ev_dinp[l]
+// (W no longer read); at the end the main stream waits for the other two. In a CUDA graph capture
+// the events become edges: the step is captured as a DAG with three branches, not a chain.
+static void model_backward_update(Model *m, int bs, float lr, float momentum, float weight_decay,
+                                  cudaStream_t stream) {
+    for (int l = m->L - 1; l >= 0; l--) {
+        int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        const size_t w = m->w_off[l], b = m->b_off[l];
+        const float *dout = m->dacts[l + 1];
+        float *w_tf32 = m->params_tf32 ? m->params_tf32 + w : NULL;
+        cudaCheck(cudaEventRecord(m->ev_dout[l], stream));
+        cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_dout[l], 0));
+        if (l == m->L - 1 && model_head_fused(m))  // with the step's mean loss and the step counter
+            head_batch_sums(m->grads + b, dout, bs, OUT, m->params + b, m->mbuf + b, lr, momentum, weight_decay,
+                            m->step_losses, m->step, m->losses, m->bias_stream);
+        else
+            matmul_backward_dbias_fast(m->grads + b, dout, bs, OUT, m->params + b, m->mbuf + b, lr, momentum,
+                                       weight_decay, m->bias_stream);
+        if (l > 0) {
+            cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
+                                         m->side);
+            if (l < m->L - 1 || !model_head_fused(m))  // (the fused head has computed the last layer's dinp)
+                matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, m->tf32,
+                                          stream);
+            cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
+            cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
+            sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
+                            weight_decay, 1, m->side);
+        } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS) {
+            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, &sgd,
+                                         stream);
+        } else {
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
+                                         stream);
+            sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
+                            weight_decay, 1, stream);
+        }
+    }
+    cudaCheck(cudaEventRecord(m->ev_side_done, m->side));
+    cudaCheck(cudaEventRecord(m->ev_bias_done, m->bias_stream));
+    cudaCheck(cudaStreamWaitEvent(stream, m->ev_side_done, 0));
+    cudaCheck(cudaStreamWaitEvent(stream, m->ev_bias_done, 0));
+}
+
+// ----------------------------------------------------------------------------
+// one training step, and runs of steps replayed from CUDA graphs
+
+// Forward, loss, backward and update on the bs rows already in acts[0] and labels.
+static void train_step_on_batch(Model *m, int bs, float lr, float momentum, float weight_decay, cudaStream_t stream) {
+    model_forward_loss(m, bs, stream);
+    model_backward_update(m, bs, lr, momentum, weight_decay, stream);
+}
+
+// One step on bs rows, its kernels launched from the host (-f 0); the batch is rows
+// (*step) * B ... of the permutation.
+static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
+    gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
+                      m->tf32, stream);
+    train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
+}
+
+// Enqueues n steps, the last with last_bs rows, for a graph capture (run_steps). The same steps as n
+// train_step()s, with one change in the order: step i+1's batch is gathered into the other of the
+// two batch buffers while step i runs, on the side stream, from the start of step i (which it waits
+// for, ev_step) to well before the side stream's first weight gradient. The other buffer was last
+// read by step i-1, which has finished (its end joined every stream into the main one), and the step
+// counter holds i (step i-1 moved it on), so the gather takes the rows of step *step + 1. The gather
+// is then off the critical path, and off the bias stream, which carries the small model's critical
+// path after the fused head. The first step of a run gathers its own batch: a run (one graph)
+// depends on no other. (The event ev_step sits before the first forward kernel, which is launched
+// with PDL: in the captured graph the gather's edge comes from the nodes before the event, and
+// nothing orders the gather against that kernel: kernels/fast/pdl.cuh.)
+static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, const Config *c,
+                        cudaStream_t stream) {
+    for (int i = 0; i < n; i++) {
+        const int bs = i == n - 1 ? last_bs : m->B, next_bs = i + 1 == n - 1 ? last_bs : m->B;
+        m->acts[0] = m->batches[i % 2];
+        m->labels = m->batch_labels[i % 2];
+        if (i + 1 < n) {
+            cudaCheck(cudaEventRecord(m->ev_step, stream));
+            cudaCheck(cudaStreamWaitEvent(m->side, m->ev_step, 0));
+            gather_batch_step(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels,
+                              m->perm, m->step, 1, m->B, next_bs, train->D, m->tf32, m->side);
+        }
+        if (i == 0)
+            gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs,
+                              train->D, m->tf32, stream);
+        model_forward_loss(m, bs, stream);
+        model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
+    }
+}
+
+// Runs n steps, the last of them with last_bs rows, from a CUDA graph (-f 1). Such a run is the
+// same work every time it occurs (the kernels find their rows through the device step counter), so
+// it is captured once and replayed. An epoch has at most two kinds of run (log_every full steps,
+// and the remainder at its end).
+static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
+    StepGraph *g = NULL;
+    for (int i = 0; i < m->num_graphs; i++)
+        if (m->graphs[i].n == n && m->graphs[i].last_bs == last_bs) g = &m->graphs[i];
+    if (!g) {
+        if (m->num_graphs == FAST_MAX_GRAPHS) die("", "internal: more than %d kinds of step run", FAST_MAX_GRAPHS);
+        g = &m->graphs[m->num_graphs++];
+        g->n = n;
+        g->last_bs = last_bs;
+        cudaGraph_t graph;
+        cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        train_steps(m, train, n, last_bs, c, stream);
+        cudaCheck(cudaStreamEndCapture(stream, &graph));
+        cudaCheck(cudaGraphInstantiate(&g->exec, graph, 0));
+        cudaCheck(cudaGraphDestroy(graph));
+    }
+    cudaCheck(cudaGraphLaunch(g->exec, stream));
+}
+
+// ----------------------------------------------------------------------------
+// evaluation on the device: mean loss and accuracy over a whole dataset
+
+typedef struct {
+    float *losses, *correct;  // (n) per example
+    double *sums;             // (2) Σ losses, Σ correct
+} EvalBuffers;
+
+static void eval_buffers_alloc(EvalBuffers *e, int n) {
+    e->losses = (float *)cudaMallocCheck((size_t)n * sizeof(float), "the evaluation losses");
+    e->correct = (float *)cudaMallocCheck((size_t)n * sizeof(float), "the evaluation results");
+    e->sums = (double *)cudaMallocCheck(2 * sizeof(double), "the evaluation sums");
+}
+
+static void eval_buffers_free(EvalBuffers *e) {
+    cudaCheck(cudaFree(e->losses));
+    cudaCheck(cudaFree(e->correct));
+    cudaCheck(cudaFree(e->sums));
+}
+
+// In batches of max_batch rows; each row's loss and result stay on the device, and one block adds
+// them all up in a fixed order (kernels/softmax_xent.cuh): one copy back per evaluation.
+static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss, double *accuracy,
+                     cudaStream_t stream) {
+    int C = m->sizes[m->L];
+    for (int start = 0; start < d->n; start += m->max_batch) {
+        int bs = d->n - start < m->max_batch ? d->n - start : m->max_batch;
+        gather_rows_fast(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, m->tf32, stream);
+        model_forward(m, bs, stream);
+        softmax_xent_eval_kernel<<<CEIL_DIV(bs, 128), 128, 0, stream>>>(e->losses + start, e->correct + start,
+                                                                        m->acts[m->L], m->labels, bs, C);
+        cudaCheck(cudaGetLastError());
+    }
+    sum_two_kernel<<<1, LOSS_THREADS, 0, stream>>>(e->sums, e->losses, e->correct, d->n);
+    cudaCheck(cudaGetLastError());
+    double sums[2];
+    cudaCheck(cudaMemcpyAsync(sums, e->sums, sizeof(sums), cudaMemcpyDeviceToHost, stream));
+    cudaCheck(cudaStreamSynchronize(stream));
+    *loss = sums[0] / d->n;
+    *accuracy = sums[1] / d->n;
+}
+
+}  // namespace fast
+
+// ----------------------------------------------------------------------------
+// main: the training loop
+
+#ifndef TESTING
+// the parameters and momentum, copied to the host for a checkpoint (common/run.h)
+static void fetch_state(void *model, float *params, float *mbuf) {
+    const fast::Model *m = (const fast::Model *)model;
+    cudaCheck(cudaMemcpy(params, m->params, m->num_params * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(mbuf, m->mbuf, m->num_params * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+// -e and -p: the forward pass on n rows of host inputs x, the logits back to the host (common/use.h).
+// With TF32 the inputs go in rounded, as the training batches do (model_forward).
+static void forward_logits(void *model, const float *x, int n, float *logits) {
+    fast::Model *m = (fast::Model *)model;
+    const size_t nx = (size_t)n * m->sizes[0];
+    float *xr = (float *)mallocCheck(nx * sizeof(float));
+    for (size_t i = 0; i < nx; i++) xr[i] = m->tf32 ? round_tf32(x[i]) : x[i];
+    cudaCheck(cudaMemcpy(m->acts[0], xr, nx * sizeof(float), cudaMemcpyHostToDevice));
+    free(xr);
+    fast::model_forward(m, n, 0);
+    cudaCheck(cudaMemcpy(logits, m->acts[m->L], (size_t)n * m->sizes[m->L] * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+int main(int argc, char **argv) {
+    using namespace fast;
+    Config cfg;
+    config_from_command_line(&cfg, argc, argv, PROG_FAST);
+    cudaDeviceProp prop = require_gpu();
+    if (cfg.eval_path[0]) {  // -e: evaluate a checkpoint (or -p: classify pictures with it), and exit
+        Use use;
+        use_begin(&use, &cfg, PROG_FAST);
+        Model model;
+        model_build(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH, USE_BATCH, cfg.tf32, 1, 1);
+        cudaCheck(cudaMemcpy(model.params, use.ck.params, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
+        if (model.params_tf32) round_tf32_copy(model.params_tf32, model.params, model.num_params, 0);
+        int rc = use_run(&use, &model, forward_logits);
+        model_free(&model);
+        return rc;
+    }
+    Run run;
+    run_begin(&run, &cfg, argc, argv, PROG_FAST);  // -r: the checkpoint, and the settings it holds
+    Dataset train_host, val_host, test_host;
+    load_datasets_or_die(&cfg, argv[0], &train_host, &test_host);
+    split_holdout(&train_host, &val_host, cfg.holdout, cfg.seed);  // -H: a validation set
+    int B = cfg.batch;
+    EpochPlan plan = epoch_plan(train_host.n, B, cfg.max_steps);
+
+    cudaStream_t stream;
+    cudaCheck(cudaStreamCreate(&stream));
+    DeviceData train, val, test;
+    int D = dataset_dim(&train_host);
+    device_data_upload(&train, train_host.images, train_host.labels, train_host.n, D);
+    device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
+    device_data_upload(&test, test_host.images, test_host.labels, test_host.n, D);
+    Model model;
+    model_build(&model, cfg.sizes, cfg.L, cfg.act, B, B > FAST_EVAL_BATCH ? B : FAST_EVAL_BATCH, cfg.tf32, train.n,
+                plan.steps);
+    const float *mbuf, *params = run_start(&run, &train_host, &model, fetch_state, model.num_params, &mbuf);
+    if (params) {  // resuming: the checkpoint's weights and momentum
+        cudaCheck(cudaMemcpy(model.params, params, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(model.mbuf, mbuf, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
+        if (model.params_tf32) round_tf32_copy(model.params_tf32, model.params, model.num_params, stream);
+    } else {
+        model_init_params(&model, cfg.seed, stream);
+    }
+    EvalBuffers eval;
+    eval_buffers_alloc(&eval, val.n > test.n ? val.n : test.n);
+
+    box_settings("train_mlp_fast", "GPU trainer, the fast one", &cfg, &train_host, &test_host, model.num_params,
+                 plan.steps);
+    box_row("device", "%s (sm_%d%d, %d SMs, %.0f GB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+            prop.totalGlobalMem / 1e9);
+    box_row("kernels (-f)", "%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
+                                                         : "0: fused, three streams, launched step by step");
+    box_row("matmul precision (-x)", "%s", cfg.tf32 ? "TF32 tensor cores" : "FP32");
+    box_rule();
+
+    RunLog log;
+    long steps_to_do = (long)(cfg.epochs - run.first_epoch + 1) * plan.steps - (run.first_step - 1);
+    run_log_open(&log, &cfg, PROG_FAST, plan.steps, train_host.num_classes, steps_to_do, (long)run.steps_total);
+    int *perm_host;
+    cudaCheck(cudaMallocHost((void **)&perm_host, sizeof(int) * (size_t)train.n));
+    float *losses_host = (float *)mallocCheck(sizeof(float) * (size_t)plan.steps);
+    cudaEvent_t epoch_start, epoch_end, log_event;
+    cudaCheck(cudaEventCreate(&epoch_start));
+    cudaCheck(cudaEventCreate(&epoch_end));
+    cudaCheck(cudaEventCreate(&log_event));
+
+    double loss = 0, acc = 0, train_seconds = 0;
+    int epochs_run = 0;
+    for (int epoch = run.first_epoch; epoch <= cfg.epochs; epoch++) {
+        run_epoch(&run, perm_host, train.n);
+        int first = run_first_step(&run, epoch), done = first - 1;  // steps are 1-based; the counter, 0-based
+        cudaCheck(cudaMemcpyAsync(model.perm, perm_host, sizeof(int) * (size_t)train.n, cudaMemcpyHostToDevice, stream));
+        cudaCheck(cudaMemcpyAsync(model.step, &done, sizeof(int), cudaMemcpyHostToDevice, stream));
+        cudaCheck(cudaEventRecord(epoch_start, stream));
+        float last_log_ms = 0;
+        int last_log_step = done;
+        long samples = 0;
+        // runs of steps from one log line to the next; the host waits only to print
+        while (done < plan.steps) {
+            int next_log = (done / cfg.log_every + 1) * cfg.log_every;
+            int end = next_log < plan.steps ? next_log : plan.steps;
+            if (cfg.path == PATH_GRAPH) {
+                run_steps(&model, &train, end - done, epoch_batch_size(&plan, end - 1, B), &cfg, stream);
+            } else {
+                for (int s = done; s < end; s++) train_step(&model, &train, epoch_batch_size(&plan, s, B), &cfg, stream);
+            }
+            for (int s = done; s < end; s++) samples += epoch_batch_size(&plan, s, B);
+            const int n = end - done;
+            done = end;
+            cudaCheck(cudaEventRecord(log_event, stream));
+            cudaCheck(cudaEventSynchronize(log_event));
+            float ms_now;
+            cudaCheck(cudaEventElapsedTime(&ms_now, epoch_start, log_event));
+            cudaCheck(cudaMemcpy(losses_host, model.step_losses + last_log_step, n * sizeof(float), cudaMemcpyDeviceToHost));
+            double sum = 0;
+            for (int i = 0; i < n; i++) sum += losses_host[i];
+            log_losses(&log, sum, n);
+            log_step(&log, epoch, done, (ms_now - last_log_ms) / n);  // (exits if the run diverged)
+            last_log_ms = ms_now;
+            last_log_step = done;
+            run_after_steps(&run, &log, epoch, done, plan.steps, n);  // Ctrl-C: checkpoint, exit 130
+        }
+        cudaCheck(cudaEventRecord(epoch_end, stream));
+        cudaCheck(cudaEventSynchronize(epoch_end));
+        float epoch_ms;
+        cudaCheck(cudaEventElapsedTime(&epoch_ms, epoch_start, epoch_end));
+        train_seconds += epoch_ms / 1e3;
+        epochs_run++;
+        double t0 = now_seconds();
+        evaluate(&model, cfg.holdout > 0 ? &val : &test, &eval, &loss, &acc, stream);
+        log_epoch(&log, epoch, epoch_ms / 1e3, samples, cfg.holdout > 0 ? "val" : "test", loss, acc,
+                  1e3 * (now_seconds() - t0));
+        run_end_of_epoch(&run, epoch);  // -c: the checkpoint
+    }
+    if (cfg.holdout > 0 || epochs_run == 0) evaluate(&model, &test, &eval, &loss, &acc, stream);  // the test set, at the end
+    log_final(&log, &cfg, train_host.name, loss, acc, train_seconds, epochs_run, device_bytes_allocated / 1e6,
+              prop.name);
+    run_finish(&run);
+
+    cudaCheck(cudaFreeHost(perm_host));
+    free(losses_host);
+    cudaCheck(cudaEventDestroy(epoch_start));
+    cudaCheck(cudaEventDestroy(epoch_end));
+    cudaCheck(cudaEventDestroy(log_event));
+    eval_buffers_free(&eval);
+    model_free(&model);
+    device_data_free(&train);
+    device_data_free(&val);
+    device_data_free(&test);
+    dataset_free(&train_host);
+    dataset_free(&val_host);
+    dataset_free(&test_host);
+    cudaCheck(cudaStreamDestroy(stream));
+    return 0;
+}
+#endif
