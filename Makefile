@@ -7,6 +7,7 @@
 #   make data        MNIST from its mirrors, or Fashion-MNIST when offline (DATASET=cifar10: CIFAR-10)
 #   make bench       (GPU) the fast trainer against PyTorch, one table
 #   make sanitize    (GPU) compute-sanitizer's four tools on test_mlp and both GPU trainers
+#   make fuzz        the libFuzzer targets of the data readers, checkpoints and flags (clang)
 #   make clean
 #
 # Overrides: make GPU_ARCH=90 (the GPU to build for), NVCC=none (a CPU-only build: no CUDA
@@ -111,7 +112,7 @@ endif
 COMMON_H := $(wildcard common/*.h) $(wildcard data/*.h)
 KERNELS_H := $(wildcard kernels/*.cuh)
 FAST_H := $(wildcard kernels/fast/*.cuh) $(wildcard kernels/fast/*.h)
-TEST_H := $(wildcard tests/*.h)
+TEST_H := $(wildcard tests/*.h) $(wildcard tests/fuzz/*.h)
 # the fast kernels are compiled once, into objects that train_mlp_fast and test_mlp both link
 FAST_OBJS := $(patsubst kernels/fast/%.cu,build/fast/%.o,$(wildcard kernels/fast/*.cu))
 
@@ -175,7 +176,8 @@ test: train_mlp_cpu $(CPU_TESTS) $(if $(SAN_CC),tests/bin/san/train_mlp_cpu) $(S
 	@$(if $(SAN_CC),,echo "(no clang here: the CPU tests under AddressSanitizer and UBSan are skipped)";) \
 	failed=""; \
 	for t in $(foreach t,$(CPU_TESTS),"$(t) ./train_mlp_cpu") $(foreach t,$(SAN_TESTS),"$(t) tests/bin/san/train_mlp_cpu") \
-	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TARGETS),./test_mlp,); do \
+	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TARGETS),./test_mlp "tests/bin/test_run ./train_mlp" \
+	         "tests/bin/test_run ./train_mlp_fast",); do \
 	  echo; echo "=== $$t"; $$t || failed="$$failed $$t"; \
 	done; \
 	echo; \
@@ -202,6 +204,42 @@ bench: train_mlp_fast
 # (GPU) compute-sanitizer's memcheck, racecheck, initcheck and synccheck on test_mlp and both GPU trainers
 sanitize: train_mlp train_mlp_fast test_mlp
 	bash dev/sanitize.sh
+
+# ---------------------------------------------------------------------------------------------
+# make fuzz: builds every libFuzzer target of tests/fuzz/ (clang, with AddressSanitizer and
+# UndefinedBehaviorSanitizer) and runs each for FUZZ_SECONDS with its seed corpus and dictionary.
+# New inputs go to build/fuzz/corpus/TARGET/, a crash's input to build/fuzz/crashes/TARGET/
+# (once fixed, keep it in tests/fuzz/regressions/TARGET/: make test runs those). tests/fuzz/README.md
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu11 -I$(STB_INCLUDE)
+# the longest input each target is given (default 4096 bytes): a checkpoint's header alone is 12,608
+FUZZ_MAX_LEN_cifar := 8192
+FUZZ_MAX_LEN_image := 16384
+FUZZ_MAX_LEN_folder := 16384
+FUZZ_MAX_LEN_checkpoint := 16384
+FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
+
+build/fuzz/%: tests/fuzz/fuzz.c tests/fuzz/fuzz.h $(COMMON_H)
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_TARGET=fuzz_$* $< -lz -lm -o $@
+
+.PHONY: fuzz fuzz_build
+fuzz_build: $(FUZZ_BINS)
+fuzz: $(FUZZ_BINS)
+	@failed=""; \
+	$(foreach t,$(FUZZ_TARGETS),\
+	  mkdir -p build/fuzz/corpus/$(t) build/fuzz/crashes/$(t); \
+	  echo "=== fuzz $(t): $(FUZZ_SECONDS) s (log: build/fuzz/$(t).log)"; \
+	  build/fuzz/$(t) build/fuzz/corpus/$(t) tests/fuzz/corpus/$(t) -dict=tests/fuzz/dict/$(t).dict \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=$(or $(FUZZ_MAX_LEN_$(t)),4096) -timeout=10 \
+	    -artifact_prefix=build/fuzz/crashes/$(t)/ -print_final_stats=1 >build/fuzz/$(t).log 2>&1 \
+	    || failed="$$failed $(t)"; \
+	  grep -E "^(stat::number_of_executed_units|stat::new_units_added|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)" \
+	    build/fuzz/$(t).log | sed 's/^/    /';) \
+	if [ -n "$$failed" ]; then echo "make fuzz: FAILED:$$failed (inputs in build/fuzz/crashes/)"; exit 1; fi; \
+	echo "make fuzz: no crash in $(FUZZ_SECONDS) s of each target"
 
 clean:
 	rm -f train_mlp train_mlp_fast train_mlp_cpu test_mlp

@@ -44,10 +44,10 @@ static inline void load_datasets_or_die(Config *c, const char *prog, Dataset *tr
     char err[1400];
     const int chosen = c->data_dir[0] != '\0';  // -d was given: the fix is the user's -d, not `make data`
     if (!chosen) {
-        const char *dir = find_dataset_dir();
-        if (!dir)
-            die("make data (or -d DIR)",
-                "no dataset found in data/mnist, data/fashion-mnist or /usr/share/datasets/fashion-mnist");
+        char why[3000];
+        const char *dir = dataset_find_default(why, sizeof(why));
+        if (!dir) die("make data (or -d DIR)", "%s", why);
+        if (why[0]) printf("note: %s\n", why);  // a default place skipped, and why
         snprintf(c->data_dir, sizeof(c->data_dir), "%s", dir);
     }
     check_outputs_outside(c, prog);

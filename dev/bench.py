@@ -13,8 +13,8 @@ What it runs, one after the other in this process tree:
        wide       -m 784,1024,1024,10 -a relu -b 256           (FP32)
        wide TF32  the same with -x 1                            (TF32 tensor cores)
      all with -l 0.1 -k 0.9 -n EPOCHS -s SEED -d DATA -o LOG.csv
-  2. dev/bench_pytorch.py for both configurations in its modes (eager, eager_tf32, compile,
-     compile_cudagraphs), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
+  2. dev/bench_pytorch.py for every configuration in its modes (eager, eager_tf32, autocast_bf16,
+     compile), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
      every PyTorch run starts from train_mlp_fast -s SEED's initial weights (the same in every
      trainer of mlp.cu) and takes its batches in its epoch order (dev/mlpcu_init.py), so the two sides do the same computation up to
      float rounding and the accuracy comparison is not a matter of luck
@@ -70,12 +70,15 @@ TF32_DENSE_PEAK_TFLOPS_H100_H200_SXM = 495.0
 CONFIGS = {
     "small": dict(sizes=[784, 128, 10], act="sigmoid", batch=64, lr=0.1, momentum=0.9),
     "wide": dict(sizes=[784, 1024, 1024, 10], act="relu", batch=256, lr=0.1, momentum=0.9),
+    "big": dict(sizes=[784, 4096, 4096, 10], act="relu", batch=1024, lr=0.05, momentum=0.9),
 }
 # our runs: (config, mode, extra flags, TF32?)
 OUR_RUNS = [
     ("small", "fp32", [], False),
     ("wide", "fp32", [], False),
     ("wide", "tf32", ["-x", "1"], True),
+    ("big", "fp32", [], False),
+    ("big", "tf32", ["-x", "1"], True),
 ]
 COMPILE_MODES_PREFIX = "compile"
 
@@ -256,13 +259,13 @@ def run_ours(trainer, config, mode, flags, tf32, args, n_train, gpu, seed=None):
 
 
 def run_pytorch(args, seed=None, modes=None):
-    """bench_pytorch.py on both configs; seed/modes None: the main run (--seed, --pytorch-modes)."""
+    """bench_pytorch.py on every config; seed/modes None: the main run (--seed, --pytorch-modes)."""
     json_path = os.path.join(args.out_dir, "bench_pytorch%s.json" % ("" if seed is None else "_seed%d" % seed))
     if os.path.exists(json_path):
         os.remove(json_path)
     cmd = [sys.executable, os.path.join(HERE, "bench_pytorch.py"), "--data", args.data,
            "--epochs", str(args.epochs), "--warmup", str(args.warmup),
-           "--seed", str(args.seed if seed is None else seed), "--init", "mlpcu", "--config", "small,wide",
+           "--seed", str(args.seed if seed is None else seed), "--init", "mlpcu", "--config", ",".join(CONFIGS),
            "--modes", modes or args.pytorch_modes, "--json", json_path]
     print("-- PyTorch: %s" % " ".join(cmd), flush=True)
     try:
@@ -403,7 +406,7 @@ def row_cells(r):
     return cells
 
 
-MODE_ORDER = ["fp32", "tf32", "eager", "eager_tf32", "compile", "compile_tf32",
+MODE_ORDER = ["fp32", "tf32", "eager", "eager_tf32", "autocast_bf16", "compile", "compile_tf32",
               "compile_cudagraphs", "compile_cudagraphs_tf32"]
 
 
@@ -516,8 +519,9 @@ def parse_args():
     ap.add_argument("--pytorch-json", default=None,
                     help="take the PyTorch records from this JSON (bench_pytorch.py --json, or a bench.json) "
                          "instead of running bench_pytorch.py")
-    ap.add_argument("--pytorch-modes", default="eager,eager_tf32,compile,compile_cudagraphs",
-                    help="modes for bench_pytorch.py (default eager,eager_tf32,compile,compile_cudagraphs)")
+    ap.add_argument("--pytorch-modes", default="eager,eager_tf32,autocast_bf16,compile",
+                    help="modes for bench_pytorch.py (default eager,eager_tf32,autocast_bf16,compile; "
+                         "compile_cudagraphs fails on PyTorch 2.11: ask for it by name)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds allowed per train_mlp_fast run (default 600)")
     ap.add_argument("--pytorch-timeout", type=int, default=3600, help="seconds allowed for bench_pytorch.py")
     ap.add_argument("--acc-seeds", type=int, default=DEFAULT_ACC_SEEDS,

@@ -73,6 +73,8 @@ def looks_like_path(word):
         return False
     if word.startswith(("/usr", "/tmp", "/dev/", "/proc")):
         return False  # the system's, not the repository's
+    if re.match(r"^[A-Z][A-Z_]*(/|$)", word):
+        return False  # a placeholder the reader fills in: DIR/train/CLASS, FILE.csv
     return ("/" in word and re.match(r"^[\w.*\-/]+$", word) is not None) or word.endswith(ENDINGS)
 
 

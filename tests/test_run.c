@@ -15,9 +15,15 @@ The CPU trainer's binary through a run's whole life, as a user meets it (issues 
      a missing or non-image picture gets one line and exit 1;
   7. -H holds out a validation set, evaluated after every epoch, the test set at the end;
   8. the epoch's arithmetic in 64 bits: epoch_plan at n = 2^31 - 1.
+  9. given a GPU trainer and the CPU trainer: checkpoints cross between them, each evaluating the
+     other's model to the same number of right answers;
+ 10. the small dataset written as CIFAR-10 binary files and as an image folder of PNGs: the
+     trainer learns from each, a GPU trainer to the CPU trainer's accuracy within a point.
 Everything on a small IDX dataset written here (pixels that depend on the label, so the model
 learns), except 4, which needs real data: Fashion-MNIST from /usr/share/datasets or data/.
-Usage: tests/bin/test_run [path/to/train_mlp_cpu]   (default ./train_mlp_cpu)
+Usage: tests/bin/test_run [TRAINER [CPU_TRAINER]]   (default ./train_mlp_cpu)
+  TRAINER is any of the three (make test runs it with each); a GPU trainer on a machine without a
+  GPU is skipped. CPU_TRAINER (default ./train_mlp_cpu) is the other side of the crossing in 9.
 */
 #define TESTING
 #include "../train_mlp_cpu.c"
@@ -27,7 +33,7 @@ Usage: tests/bin/test_run [path/to/train_mlp_cpu]   (default ./train_mlp_cpu)
 #include <sys/wait.h>
 
 static char tmpdir[256], data[300];
-static const char *bin = "./train_mlp_cpu";
+static const char *bin = "./train_mlp_cpu", *cpu_bin = "./train_mlp_cpu";
 
 // ----------------------------------------------------------------------------
 // helpers
@@ -412,8 +418,113 @@ static void test_holdout_and_sizes(void) {
           "epoch_plan(2^31 - 1 items, batch 64): %d steps, the last of %d, %ld samples", p.steps, p.last_bs, p.samples);
 }
 
+// 10. the other kinds of data: the small dataset as CIFAR-10 binary files (each 8x8 image at the
+// top left of a 32x32 field, gray copied into R, G and B) and as an image folder of PNGs; the
+// trainer learns from each, and a GPU trainer reaches the CPU trainer's accuracy on each
+static void write_cifar_and_folder(const char *cifar, const char *folder) {
+    Dataset tr, te;
+    char err[1400], path[900];
+    if (dataset_load_both(data, &tr, &te, err, sizeof(err)) != 0) die("", "%s", err);
+    mkdir(cifar, 0777);
+    mkdir(folder, 0777);
+    for (int split = 0; split < 2; split++) {
+        const Dataset *d = split ? &te : &tr;
+        snprintf(path, sizeof(path), "%s/%s", cifar, split ? "test_batch.bin" : "data_batch_1.bin");
+        FILE *f = fopenCheck(path, "wb");
+        snprintf(path, sizeof(path), "%s/%s", folder, split ? "test" : "train");
+        mkdir(path, 0777);
+        for (int c = 0; c < 4; c++) {
+            snprintf(path, sizeof(path), "%s/%s/class%d", folder, split ? "test" : "train", c);
+            mkdir(path, 0777);
+        }
+        for (int i = 0; i < d->n; i++) {
+            uint8_t rec[3073];
+            memset(rec, 0, sizeof(rec));
+            rec[0] = d->labels[i];
+            for (int ch = 0; ch < 3; ch++)
+                for (int p = 0; p < 64; p++) rec[1 + ch * 1024 + (p / 8) * 32 + p % 8] = d->images[(size_t)i * 64 + p];
+            fwriteCheck(rec, 1, sizeof(rec), f, "the CIFAR-format file");
+            snprintf(path, sizeof(path), "%s/%s/class%d/%05d.png", folder, split ? "test" : "train", d->labels[i], i);
+            stbi_write_png(path, 8, 8, 1, d->images + (size_t)i * 64, 8);
+        }
+        fcloseCheck(f, "the CIFAR-format file");
+    }
+    for (int b = 2; b <= 5; b++) {  // CIFAR-10's training set is five files: the others, empty of records, are
+        snprintf(path, sizeof(path), "%s/data_batch_%d.bin", cifar, b);  // refused, so they repeat the first
+        char cmd[2000];
+        snprintf(cmd, sizeof(cmd), "cp %s/data_batch_1.bin %s", cifar, path);
+        if (system(cmd) != 0) die("", "cannot copy %s", path);
+    }
+    dataset_free(&tr);
+    dataset_free(&te);
+}
+
+static double accuracy_of(const char *text) {
+    const char *p = strstr(text, "final |");
+    p = p ? strstr(p, "test accuracy ") : NULL;
+    return p ? atof(p + 14) : -1;
+}
+
+static void test_data_kinds(void) {
+    section("other kinds of data: CIFAR-10 binary files and an image folder");
+    char cifar[600], folder[600], msg[512];
+    snprintf(cifar, sizeof(cifar), "%s/cifar", tmpdir);
+    snprintf(folder, sizeof(folder), "%s/folder", tmpdir);
+    write_cifar_and_folder(cifar, folder);
+    const char *dirs[] = {cifar, folder}, *names[] = {"CIFAR-10 format (3072 inputs)", "an image folder (64 inputs)"};
+    for (int k = 0; k < 2; k++) {
+        int rc = run(out, OUT_LEN, "-d %s -b 10 -n 3 -o %s/k.csv", dirs[k], tmpdir);
+        double acc = accuracy_of(out);
+        double want = acc;
+        if (strcmp(bin, cpu_bin) != 0) {
+            const char *save = bin;
+            bin = cpu_bin;
+            run(out2, OUT_LEN, "-d %s -b 10 -n 3 -o %s/k2.csv", dirs[k], tmpdir);
+            bin = save;
+            want = accuracy_of(out2);
+        }
+        check(rc == 0 && acc > 50 && fabs(acc - want) <= 1.0, "%s: exit %d, test accuracy %.2f%% (the CPU trainer's: "
+              "%.2f%%), \"%s\"", names[k], rc, acc, want, line_with(out, "dataset ", msg, sizeof(msg)));
+    }
+}
+
+// 9. checkpoints crossing between the trainer under test and the CPU trainer
+static void test_crossing(void) {
+    section("checkpoints cross between trainers: each evaluates the other's model alike");
+    if (strcmp(bin, cpu_bin) == 0) {
+        skip("the trainer under test is the CPU trainer: nothing to cross");
+        return;
+    }
+    char a[600], b[600], msg[512];
+    snprintf(a, sizeof(a), "%s/by_test.ckpt", tmpdir);
+    snprintf(b, sizeof(b), "%s/by_cpu.ckpt", tmpdir);
+    int rc1 = run(out, OUT_LEN, "-d %s -m 64,16,4 -b 10 -n 2 -c %s -o %s/x1.csv", data, a, tmpdir);
+    const char *save = bin;
+    bin = cpu_bin;
+    int rc2 = run(out2, OUT_LEN, "-d %s -m 64,16,4 -b 10 -n 2 -c %s -o %s/x2.csv", data, b, tmpdir);
+    for (int i = 0; i < 2; i++) {
+        const char *ck = i ? b : a;
+        bin = save;
+        int e1 = run(out, OUT_LEN, "-e %s -d %s", ck, data);
+        bin = cpu_bin;
+        int e2 = run(out2, OUT_LEN, "-e %s -d %s", ck, data);
+        const char *p = strstr(out, "test accuracy "), *q = strstr(out2, "test accuracy ");
+        char l1[256], l2[256];
+        line_with(out, "test accuracy", l1, sizeof(l1));
+        line_with(out2, "test accuracy", l2, sizeof(l2));
+        // the right answers, "(N of M)": the same count on both sides
+        const char *n1 = p ? strstr(p, "(") : NULL, *n2 = q ? strstr(q, "(") : NULL;
+        check(rc1 == 0 && rc2 == 0 && e1 == 0 && e2 == 0 && n1 && n2 && atoi(n1 + 1) == atoi(n2 + 1),
+              "the %s's checkpoint: %s \"%s\", %s \"%s\"", i ? "CPU trainer" : "trainer under test", save, l1,
+              cpu_bin, l2);
+    }
+    bin = save;
+    (void)msg;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) bin = argv[1];
+    if (argc > 2) cpu_bin = argv[2];
     if (access(bin, X_OK) != 0) {
         printf("error: %s is not built ---> try: make train_cpu\n", bin);
         check(0, "%s exists", bin);
@@ -423,12 +534,20 @@ int main(int argc, char **argv) {
     if (!mkdtemp(tmpdir)) die("check /tmp", "cannot create a temporary directory");
     snprintf(data, sizeof(data), "%s/data", tmpdir);
     make_data(data, 200, 100);
+    char first[OUT_LEN];
+    if (run(first, sizeof(first), "-d %s -m 64,8,4 -n 1 -o %s/probe.csv", data, tmpdir) == 1 &&
+        strstr(first, "no usable CUDA GPU")) {
+        skip("%s needs a GPU, and there is none here: its run tests are skipped", bin);
+        return test_exit();
+    }
     test_resume();
     test_kill9();
     test_divergence();
     test_outputs();
     test_use();
     test_holdout_and_sizes();
+    test_data_kinds();
+    test_crossing();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (!getenv("KEEP_TMP") && system(cmd) != 0) printf("  (could not remove %s)\n", tmpdir);

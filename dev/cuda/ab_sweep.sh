@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Matmul A/B: two builds of matmul_forward, swept alternately on the same GPU (old, new, old, new, ...),
 # so the machine's drift and cuBLAS's own swings hit both alike. Each pass is
-# `matmul_forward sweep CSV wide [fp32]`: every configuration x split validated on odd shapes, then
-# timed (and validated before and after) on the six batch-256 wide shapes with cuBLAS beside it.
+# `matmul_forward sweep CSV wide [fp32]`: every configuration x split of the shipped kernels (version 9,
+# the FP32 one, with fp32; versions 9, 10 and 11 with all) validated on odd shapes, then timed (and
+# validated before and after) on the six batch-256 wide shapes with cuBLAS beside it.
 # Prints, per pass, the sweep's line for each shape (cuBLAS, the fastest configuration and its
 # percentage of cuBLAS in that pass, the heuristic's pick); the full logs and CSVs go to OUTDIR.
 #   bash dev/cuda/ab_sweep.sh OLD_BINARY NEW_BINARY [REPS (default 2)] [OUTDIR (default dev/cuda/out/ab)] [fp32|all]

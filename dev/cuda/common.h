@@ -1,5 +1,5 @@
 // dev/cuda/common.h: what every file in dev/cuda shares: checked CUDA calls, the no-GPU exit,
-// host timers, medians, random fills, CSV output. Plain host code plus the CUDA runtime.
+// host timers, medians, the benchmark loop (bench_ms), random fills, CSV output. Plain host code plus the CUDA runtime.
 #pragma once
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -82,6 +82,52 @@ static int cmp_float(const void* a, const void* b) {
 static float median(float* v, int n) {   // sorts v
     qsort(v, n, sizeof(float), cmp_float);
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// bench_ms(fn, ctx): the time of one call of fn(ctx) in ms, measured with CUDA events on the default
+// stream (fn launches its kernels there). First it launches for at least 20 ms, so that the SM clock has
+// ramped up from idle (an H100 or H200 idles at a few hundred MHz, and a handful of short launches would
+// be timed before it is up to speed); then it takes the median of BENCH_REPS timings of BENCH_INNER
+// back-to-back calls each, so the times include the GPU's gap between launches, the same for every
+// version. A slow call, where that would take more than BENCH_BUDGET_MS, is timed one call at a time, at
+// least 5 times and within that budget: for it the gap is nothing, and the whole run stays short.
+typedef void (*bench_fn)(void* ctx);
+#define BENCH_REPS 50
+#define BENCH_INNER 10
+#define BENCH_BUDGET_MS 250.0
+static float bench_ms(bench_fn fn, void* ctx) {
+    cudaEvent_t e0, e1;
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    const double w0 = wall_ms();
+    double elapsed = 0.0;
+    int calls = 0, batch = 1;
+    do {   // batches of 1, 2, 4, .. 32 calls: a slow call is not launched 32 times just to warm up
+        for (int i = 0; i < batch; i++) fn(ctx);
+        cudaCheck(cudaDeviceSynchronize());
+        calls += batch;
+        batch = batch < 32 ? 2 * batch : 32;
+        elapsed = wall_ms() - w0;
+    } while (elapsed < 20.0);
+    const double per_call = elapsed / calls;   // host time, an upper bound on the GPU's
+    int reps = BENCH_REPS, inner = BENCH_INNER;
+    if (per_call * BENCH_REPS * BENCH_INNER > BENCH_BUDGET_MS) {
+        inner = 1;
+        reps = (int)(BENCH_BUDGET_MS / per_call);
+        reps = reps < 5 ? 5 : reps > BENCH_REPS ? BENCH_REPS : reps;
+    }
+    float t[BENCH_REPS];
+    for (int r = 0; r < reps; r++) {
+        cudaCheck(cudaEventRecord(e0));
+        for (int i = 0; i < inner; i++) fn(ctx);
+        cudaCheck(cudaEventRecord(e1));
+        cudaCheck(cudaEventSynchronize(e1));
+        cudaCheck(cudaEventElapsedTime(&t[r], e0, e1));
+        t[r] /= inner;
+    }
+    cudaCheck(cudaEventDestroy(e0));
+    cudaCheck(cudaEventDestroy(e1));
+    return median(t, reps);
 }
 
 // ----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """
 fit_plan.py: fit the cost model of kernels/fast/planner.cuh (mf_cost: EFF, FILL, OCC per tile
-configuration, the columns of kernels/fast/configs.cuh) to the timings of `matmul_forward sweep`,
-so that the planner picks the fastest
+configuration, the columns of kernels/fast/configs.cuh) to the timings of `matmul_forward sweep`
+(the shipped kernels: its CSV's tf32 column 0 is version 9, FP32; 1 is version 10, TF32), so that the
+planner picks the fastest
 tile x K split on each shape. Random search from a fixed seed; the score weighs the batch-256 wide
 shapes (the ones that dominate the wide model's step) fully and the others by 0.3.
 

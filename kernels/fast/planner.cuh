@@ -128,7 +128,7 @@ static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
 // the step, the backward kernels of two streams run side by side, and the cost model's smaller picks
 // share the SMs better (dev/NOTES.md).
 // The trainer passes MF_TF32_EXACT for its forward products only (-x 1); the other MF_TF32_EXACT
-// rows are dev/cuda's version 7 picks, and the forward MF_TF32_ROUND rows version 6's.
+// rows are dev/cuda's version 11 picks (dev/cuda/matmul_forward.cu), the forward MF_TF32_ROUND rows version 10's.
 typedef struct { MfProduct prod; int M, N, K, tf32, cfg, splits; } MatmulFastTuned;
 #define MF_TUNED_SMS 132
 static const MatmulFastTuned mf_tuned[] = {
