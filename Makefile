@@ -8,6 +8,8 @@
 #   make bench       (GPU) the fast trainer against PyTorch, one table
 #   make sanitize    (GPU) compute-sanitizer's four tools on test_mlp and both GPU trainers
 #   make fuzz        the libFuzzer targets of the data readers, checkpoints and flags (clang)
+#   make mutate      mutation testing: each CPU mutant in a copy of the tree against the CPU tests
+#                    (dev/mutate/README.md; the GPU half: bash dev/mutate/gpu_visit.sh OUTDIR)
 #   make clean
 #
 # Overrides: make GPU_ARCH=90 (the GPU to build for), NVCC=none (a CPU-only build: no CUDA
@@ -116,7 +118,7 @@ TEST_H := $(wildcard tests/*.h) $(wildcard tests/fuzz/*.h)
 # the fast kernels are compiled once, into objects that train_mlp_fast and test_mlp both link
 FAST_OBJS := $(patsubst kernels/fast/%.cu,build/fast/%.o,$(wildcard kernels/fast/*.cu))
 
-.PHONY: all train train_cpu train_fast test data run bench sanitize clean
+.PHONY: all train train_cpu train_fast test data run bench sanitize clean mutate
 all: train_mlp_cpu $(CUDA_TARGETS)
 
 train_cpu: train_mlp_cpu
@@ -171,18 +173,26 @@ tests/bin/san/train_mlp_cpu: train_mlp_cpu.c $(COMMON_H)
 	$(SAN_CC) $(SAN_CFLAGS) $< $(LDLIBS) -o $@
 
 # Every test binary runs even when an earlier one fails; the target fails if any did. The tests
-# that run the CPU trainer take its path as their argument.
+# that run the CPU trainer take its path as their argument. Each binary ends with a line
+# "N passed, N failed[, N skipped]"; the last line of make test adds them up (a binary that ended
+# without one, a crash, counts as one failure), so a run whose tests all skipped says so.
 test: train_mlp_cpu $(CPU_TESTS) $(if $(SAN_CC),tests/bin/san/train_mlp_cpu) $(SAN_TESTS) $(CUDA_TARGETS)
 	@$(if $(SAN_CC),,echo "(no clang here: the CPU tests under AddressSanitizer and UBSan are skipped)";) \
-	failed=""; \
+	failed=""; P=0; F=0; S=0; log=$$(mktemp); \
 	for t in $(foreach t,$(CPU_TESTS),"$(t) ./train_mlp_cpu") $(foreach t,$(SAN_TESTS),"$(t) tests/bin/san/train_mlp_cpu") \
 	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TARGETS),./test_mlp "tests/bin/test_run ./train_mlp" \
-	         "tests/bin/test_run ./train_mlp_fast",); do \
-	  echo; echo "=== $$t"; $$t || failed="$$failed $$t"; \
+	         "tests/bin/test_run ./train_mlp_fast" "tests/bin/test_properties ./train_mlp_cpu ./train_mlp ./train_mlp_fast",); do \
+	  echo; echo "=== $$t"; \
+	  { $$t; echo $$? > "$$log.rc"; } 2>&1 | tee "$$log"; \
+	  rc=$$(cat "$$log.rc"); [ "$$rc" = 0 ] || failed="$$failed $$t"; \
+	  counts=$$(sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed\(, \([0-9][0-9]*\) skipped\)\{0,1\}$$/\1 \2 \4/p' "$$log" | tail -n 1); \
+	  set -- $${counts:-0 0 0}; f=$$2; [ "$$rc" = 0 ] || [ "$$f" != 0 ] || f=1; \
+	  P=$$((P + $$1)); F=$$((F + f)); S=$$((S + $${3:-0})); \
 	done; \
-	echo; \
-	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
-	echo "make test: all test binaries passed"
+	rm -f "$$log" "$$log.rc"; echo; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; else echo "make test: every test binary passed"; fi; \
+	echo "total: $$P passed, $$F failed, $$S skipped"; \
+	[ -z "$$failed" ]
 
 # make data DATASET=cifar10: CIFAR-10's binary version into data/cifar10 (MD5-checked); the default is MNIST
 DATASET ?= mnist
@@ -200,6 +210,14 @@ run: data
 
 bench: train_mlp_fast
 	$(PYTHON) dev/bench.py
+
+# mutation testing (dev/mutate/README.md): every mutant of dev/mutate/cpu_mutations.txt and
+# cpu_generated.txt in a copy of the tree, rebuilt and run against the CPU test binaries (10 to 15
+# minutes on 2 cores), reported on the terminal and in dev/out/mutate_cpu.txt. The GPU mutants:
+# python3 dev/mutate/mutate.py gpu-check builds them here, bash dev/mutate/gpu_visit.sh OUTDIR runs
+# them on a machine with a GPU.
+mutate:
+	$(PYTHON) dev/mutate/mutate.py cpu
 
 # (GPU) compute-sanitizer's memcheck, racecheck, initcheck and synccheck on test_mlp and both GPU trainers
 sanitize: train_mlp train_mlp_fast test_mlp

@@ -15,14 +15,21 @@ bias after the update). Each tensor gets one line: its worst difference over the
 its tolerance, OK or NOT OK; a case that fails says at which step and in which tensor the two
 first parted.
 
+TF32 (-x 1) is held twice: to the FP32 CPU within TF32's own error, and product by product to a
+CPU emulation of the TF32 arithmetic (operands rounded to nearest, FP32 sums) from the GPU's own
+inputs, within a tenth of TF32's measured error (see "TF32: each product against its emulation").
+
 Then: both trainers' evaluation against the CPU's (the same number of right answers on the
-test set); bitwise determinism (the same seed twice; the fast trainer's CUDA graphs against
-the same kernels launched one by one); and the GPU against the PyTorch reference files.
+test set, and on synthetic data with a short last batch, more rows than one block sums, and
+tied logits); the softmax at logits of +-1000; bitwise determinism (the same seed twice; the
+fast trainer's CUDA graphs against the same kernels launched one by one, with a short last
+batch); and the GPU against the PyTorch reference files.
 
 Without a GPU the GPU checks are skipped (and counted as skipped). Exit code 1 on any NOT OK.
 Flags: -V prints every tensor at every step; -Q runs only a subset that still launches every
-kernel once, on small shapes (for compute-sanitizer). With the trainers' flags (-m, -a, -b, -l,
--k, -w, -d, -s, -x) and -N STEPS, -G readable|fast|both, it runs YOUR model instead: the first
+kernel once, on small shapes (for compute-sanitizer); -X stops after the first case that fails
+(dev/mutate/gpu_visit.sh: a mutant is killed by its first failed check). With the trainers' flags
+(-m, -a, -b, -l, -k, -w, -d, -s, -x) and -N STEPS, -G readable|fast|both, it runs YOUR model instead: the first
 steps of its training run on the CPU and the GPU side by side, every tensor at every step
 (./test_mlp -h).
 */
@@ -34,6 +41,14 @@ steps of its training run on the CPU and the GPU side by side, every tensor at e
 #include "tests/ref_cpu.h"
 
 static int verbose = 0;
+static int fail_fast = 0;  // -X: stop after the first case with a failed check
+
+// one case of the suite; with -X the suite stops at the first case that failed
+#define CASE(call)                                          \
+    do {                                                    \
+        call;                                               \
+        if (fail_fast && checks_failed) return test_exit(); \
+    } while (0)
 
 // ----------------------------------------------------------------------------
 // tolerances, per tensor and per kind of arithmetic
@@ -61,11 +76,184 @@ static int verbose = 0;
 // TF32 is held to the relative norm ||gpu - cpu|| / ||cpu|| of each tensor instead:
 //   forward values, loss: 5e-3   one TF32 product is ~3e-4 (sqrt(K)·2^-11 averaged over the sum)
 //   gradients:            5e-2   two or three TF32 products deep, plus the flipped relu rows
-//   weights:              1e-4   the update is lr·buf ~1e-3 of a weight
+//   weights:              5e-4   the update moves a tensor by up to ~5% of its norm (a bias at the
+//                                first steps of a small model at lr 0.1-0.5), and the gradient it
+//                                applies carries TF32's error, a few 1e-3 of its norm
+// These bounds only catch gross errors; the TF32 arithmetic itself is held far tighter below, each
+// product against an emulation of what the tensor cores are meant to compute (tf32_check_step).
 // A real bug (a missing 1/B, a bias gradient off by a row, a wrong derivative) moves some entries
 // by their own size: relative error ~1, far past every bound.
 static const Tolerances TOL_FP32 = {{1e-4, 1e-5, 0}, {1e-4, 1e-5, 0}, {1e-3, 1e-4, 0}, {1e-5, 1e-5, 0}};
-static const Tolerances TOL_TF32 = {{0, 0, 5e-3}, {0, 0, 5e-3}, {0, 0, 5e-2}, {0, 0, 1e-4}};
+static const Tolerances TOL_TF32 = {{0, 0, 5e-3}, {0, 0, 5e-3}, {0, 0, 5e-2}, {0, 0, 5e-4}};
+
+// ----------------------------------------------------------------------------
+// TF32: each product against its emulation
+//
+// What the fast trainer's TF32 path (-x 1) is meant to compute, product by product: the tensor cores
+// multiply operands rounded to the nearest TF32 value (cvt.rna; kernels/fast/tf32.cuh's round_tf32 is
+// its CPU twin, bit for bit), exactly, and add the products in FP32. So every product of a step is
+// emulated here from the GPU's own inputs of that step (its batch and stored activations, its dlogits
+// and hidden gradients, its weights before the update): the operands rounded with round_tf32, then the
+// CPU's FP32 matmul. The GPU and its emulation then differ only in the order of their FP32 additions
+// (rel norm ~1e-7 to 1e-6, as in the FP32 cases), while TF32's own error -- the emulation against the
+// plain FP32 product of the same inputs, measured beside it at every step -- is ~1e-4. The bound is
+// set from that measurement: a tenth of it (TF32_EMU_SHARE), and never below TF32_EMU_FLOOR (FP32's
+// summation-order floor). A product that truncates its operands instead of rounding them is off by
+// about TF32's own error or more (a share of 1 to 3: ten times the bound and more); a weight gradient
+// of 1024 rows with 2 of them zeroed by sqrt(2/1024) = 4e-2 (a share of ~100).
+// The stored hidden outputs, round_tf32(act(sum + b)), are compared value by value: each must be the
+// emulated value or its TF32 neighbour (a sum within FP32 rounding of a rounding boundary goes either
+// way, as does a relu unit within 1e-5 of 0), and at most TF32_NEIGHBOURS of them the neighbour (a
+// correct product: FP32 order differences ~1e-6 over a TF32 step of 5e-4 to 1e-3, well under 1%;
+// truncated weights: ~30%).
+// The fused head (C <= 32, kernels/fast/head.cuh) computes the logits and the last hidden layer's
+// gradient in FP32 on those inputs: those two are held to the FP32 floor against the FP32 product.
+#define TF32_EMU_SHARE 0.1
+#define TF32_EMU_FLOOR 2e-6
+#define TF32_NEIGHBOURS 0.02
+
+typedef struct {
+    char name[48];
+    double worst_gpu, tf32_at_worst, worst_share;  // rel norms: GPU vs emulation, emulation vs FP32
+    long neighbours, values;                      // stored outputs: TF32 neighbours of the emulation
+    int stored, fp32, ok, worst_step;
+} Tf32Stat;
+typedef struct {
+    Tf32Stat t[MAX_TENSORS];
+    int n;
+} Tf32Report;
+
+static Tf32Stat *tf32_stat(Tf32Report *r, const char *name) {
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->t[i].name, name) == 0) return &r->t[i];
+    Tf32Stat *s = &r->t[r->n++];
+    memset(s, 0, sizeof(*s));
+    snprintf(s->name, sizeof(s->name), "%s", name);
+    s->ok = 1;
+    return s;
+}
+
+static float *rounded_copy(const float *x, size_t n) {
+    float *r = (float *)mallocCheck(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);
+    return r;
+}
+
+// a product's output against its emulation (emu) and the FP32 product (ref); fp32: the product is
+// FP32 by design (the fused head), held to the floor
+static void tf32_product(Tf32Report *r, const char *name, int step, const float *gpu, const float *emu,
+                         const float *ref, size_t n, int fp32) {
+    Tf32Stat *s = tf32_stat(r, name);
+    double e_gpu = rel_norm(gpu, emu, n), e_tf32 = rel_norm(emu, ref, n);
+    double bound = fp32 ? TF32_EMU_FLOOR : fmax(TF32_EMU_SHARE * e_tf32, TF32_EMU_FLOOR);
+    s->fp32 = fp32;
+    if (!(e_gpu <= bound)) s->ok = 0;
+    double share = e_tf32 > 0 ? e_gpu / e_tf32 : e_gpu > 0 ? INFINITY : 0;
+    if (!(e_gpu <= s->worst_gpu) || s->values == 0) {
+        s->worst_gpu = e_gpu;
+        s->tf32_at_worst = e_tf32;
+        s->worst_share = share;
+        s->worst_step = step;
+    }
+    s->values += (long)n;
+}
+
+// the TF32 value next to e on the side of g (e a TF32 value): the spacing of TF32 values at |e|
+static int tf32_neighbour(float g, float e) {
+    float a = fmaxf(fabsf(g), fabsf(e));
+    if (a == 0) return 0;
+    return fabsf(g - e) <= ldexpf(1.0f, ilogbf(a) - 10) * 1.0001f;
+}
+
+// stored hidden outputs: every value the emulation's or its TF32 neighbour, few of them neighbours
+static void tf32_stored(Tf32Report *r, const char *name, int step, const float *gpu, const float *emu, size_t n) {
+    Tf32Stat *s = tf32_stat(r, name);
+    s->stored = 1;
+    double scale = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(emu[i]));
+    long neighbours = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (gpu[i] == emu[i]) continue;
+        if (tf32_neighbour(gpu[i], emu[i]) || fabs((double)gpu[i] - emu[i]) <= 1e-5 * scale) neighbours++;
+        else s->ok = 0, s->worst_step = step;
+    }
+    s->neighbours += neighbours;
+    s->values += (long)n;
+    if (s->neighbours > TF32_NEIGHBOURS * s->values) s->ok = 0;
+}
+
+// Every product of one fast-trainer TF32 step, from the GPU's inputs (got: its tensors after the
+// step; w: its weights before the update), against the emulation.
+static void tf32_check_step(Tf32Report *r, int step, const StepTensors *got, const float *w, const int *sizes, int L,
+                            int act, int bs, int head_fused) {
+    size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
+    param_layout(sizes, L, w_off, b_off);
+    char name[64];
+    for (int l = 0; l < L; l++) {  // the forward products: acts[l] (TF32 values) times W_l
+        int IN = sizes[l], OUT = sizes[l + 1], last = l == L - 1, fp32 = last && head_fused;
+        size_t n = (size_t)bs * OUT;
+        const float *W = w + w_off[l], *b = w + b_off[l];
+        float *Wr = rounded_copy(W, (size_t)OUT * IN);
+        float *emu = (float *)mallocCheck(n * sizeof(float)), *ref = (float *)mallocCheck(n * sizeof(float));
+        matmul_forward_cpu(ref, got->acts[l], W, b, bs, IN, OUT);
+        matmul_forward_cpu(emu, got->acts[l], fp32 ? W : Wr, b, bs, IN, OUT);
+        if (last) {
+            tf32_product(r, fp32 ? "logits (FP32 head)" : "logits", step, got->acts[L], emu, ref, n, fp32);
+        } else {
+            activation_forward_cpu(emu, n, act);
+            for (size_t i = 0; i < n; i++) emu[i] = round_tf32(emu[i]);
+            snprintf(name, sizeof(name), "act%d (stored)", l + 1);
+            tf32_stored(r, name, step, got->acts[l + 1], emu, n);
+        }
+        free(Wr);
+        free(emu);
+        free(ref);
+    }
+    for (int l = L - 1; l >= 0; l--) {  // the backward products: dW_l = dout^T acts[l], dinp = dout W_l
+        int IN = sizes[l], OUT = sizes[l + 1], fp32_dinp = l == L - 1 && head_fused;
+        const float *W = w + w_off[l], *dout = got->dacts[l + 1], *x = got->acts[l];
+        float *dout_r = rounded_copy(dout, (size_t)bs * OUT), *Wr = rounded_copy(W, (size_t)OUT * IN);
+        size_t nw = (size_t)OUT * IN, nx = (size_t)bs * IN;
+        float *dw_emu = (float *)mallocCheck(nw * sizeof(float)), *dw_ref = (float *)mallocCheck(nw * sizeof(float));
+        float *dx_emu = (float *)mallocCheck(nx * sizeof(float)), *dx_ref = (float *)mallocCheck(nx * sizeof(float));
+        float *db = (float *)mallocCheck((size_t)OUT * sizeof(float));
+        matmul_backward_cpu(l > 0 ? dx_ref : NULL, dw_ref, db, dout, x, W, bs, IN, OUT);
+        matmul_backward_cpu(l > 0 ? dx_emu : NULL, dw_emu, db, dout_r, x, Wr, bs, IN, OUT);
+        snprintf(name, sizeof(name), "dW%d", l);
+        tf32_product(r, name, step, got->grads + w_off[l], dw_emu, dw_ref, nw, 0);
+        if (l > 0) {
+            activation_backward_cpu(dx_ref, x, nx, act);
+            activation_backward_cpu(dx_emu, x, nx, act);
+            snprintf(name, sizeof(name), fp32_dinp ? "dact%d (FP32 head)" : "dact%d", l);
+            tf32_product(r, name, step, got->dacts[l], fp32_dinp ? dx_ref : dx_emu, dx_ref, nx, fp32_dinp);
+        }
+        free(dout_r);
+        free(Wr);
+        free(dw_emu);
+        free(dw_ref);
+        free(dx_emu);
+        free(dx_ref);
+        free(db);
+    }
+}
+
+static void tf32_report_print(const Tf32Report *r) {
+    printf("  each TF32 product against its emulation (bound: %.0e of TF32's own error, at least %.0e):\n",
+           TF32_EMU_SHARE, TF32_EMU_FLOOR);
+    for (int i = 0; i < r->n; i++) {
+        const Tf32Stat *s = &r->t[i];
+        if (s->stored)
+            check(s->ok, "%-18s stored as the emulation's TF32 value, or its neighbour for %ld of %ld values "
+                  "(<= %.0f%%)", s->name, s->neighbours, s->values, 100 * TF32_NEIGHBOURS);
+        else if (s->fp32)
+            check(s->ok, "%-18s rel norm %.2e against the FP32 product (<= %.0e; worst step %d)", s->name,
+                  s->worst_gpu, TF32_EMU_FLOOR, s->worst_step);
+        else
+            check(s->ok, "%-18s rel norm %.2e against the emulation, TF32's own error %.2e: a share of %.3f (<= %.1f; "
+                  "worst step %d)", s->name, s->worst_gpu, s->tf32_at_worst, s->worst_share, TF32_EMU_SHARE,
+                  s->worst_step);
+    }
+}
 
 // ----------------------------------------------------------------------------
 // one GPU model of either trainer, behind one small interface
@@ -279,6 +467,9 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
     const Tolerances *tol = tf32 ? &TOL_TF32 : &TOL_FP32;
     Report rep;
     report_init(&rep, verbose);
+    static Tf32Report trep;
+    memset(&trep, 0, sizeof(trep));
+    float *w_before = tf32 ? (float *)mallocCheck(c.num_params * sizeof(float)) : NULL;
     int resync = 0;
     for (int t = 0; t < steps; t++) {
         int bs = t == steps - 1 ? last_bs : B;
@@ -286,8 +477,10 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
             download(c.params, gpu_params_dev(&g), c.num_params);
             download(c.mbuf, gpu_mbuf_dev(&g), c.num_params);
         }
+        if (tf32) memcpy(w_before, c.params, c.num_params * sizeof(float));  // (= the GPU's: just synced)
         gpu_step(&g, &d, bs);
         StepTensors got = gpu_snapshot(&g, bs);
+        if (tf32) tf32_check_step(&trep, t, &got, w_before, sizes, L, act, bs, fast::model_head_fused(&g.f));
         gather_batch_cpu(c.acts[0], c.labels, h->images, h->labels, perm, t * B, bs, D);
         if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides; TF32:
                        // rounded by cvt.rna on the GPU, by kernels/fast/tf32.cuh's integer twin here)
@@ -332,6 +525,10 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
         }
     }
     int ok = report_print(&rep);
+    if (tf32) {
+        tf32_report_print(&trep);
+        free(w_before);
+    }
     model_free_cpu(&c);
     gpu_free(&g);
     device_data_free(&d);
@@ -414,13 +611,148 @@ static void test_evaluate(int trainer, int tf32) {
     dataset_free(&test_ds);
 }
 
+// Each trainer's evaluate on synthetic data against evaluate_cpu, on the same weights: 2500 rows in
+// batches of 33 (the last of 25), more rows than the one block that sums them has threads; the
+// weights scaled up 4x so that few predictions sit near a tie. Right answers: the same, but for the
+// rows whose two largest logits are within float32 rounding (1e-5 of the largest |logit|; TF32: its
+// 1e-2) of each other, which either side may order differently. Then every weight 0, so every logit is
+// 0: each prediction is class 0, the first of the tied classes, on both sides.
+static void gpu_evaluate(GpuModel *g, const DeviceData *d, double *loss, double *acc) {
+    if (g->trainer == READABLE) {
+        evaluate(&g->r, d, loss, acc);
+    } else {
+        fast::EvalBuffers eb;
+        fast::eval_buffers_alloc(&eb, d->n);
+        fast::evaluate(&g->f, d, &eb, loss, acc, g->stream);
+        fast::eval_buffers_free(&eb);
+    }
+}
+
+static void gpu_set_params(GpuModel *g, const float *params, size_t n) {
+    cudaCheck(cudaMemcpy(gpu_params_dev(g), params, n * sizeof(float), cudaMemcpyHostToDevice));
+    if (g->trainer == FAST && g->f.params_tf32) round_tf32_copy(g->f.params_tf32, g->f.params, n, g->stream);
+    cudaCheck(cudaDeviceSynchronize());
+}
+
+static void test_evaluate_synthetic(int trainer, int tf32) {
+    const int sizes[] = {784, 64, 10}, B = 33, n = 2500, C = 10;
+    HostData h = make_data(n, 784, C, 4242);
+    DeviceData d;
+    device_data_upload(&d, h.images, h.labels, n, 784);
+    GpuModel g;
+    gpu_build(&g, trainer, tf32, sizes, 2, ACT_TANH, B, n, 1, 99, TEST_OPTIM);
+    ModelCPU c;
+    model_build_cpu(&c, sizes, 2, ACT_TANH, B);
+    download(c.params, gpu_params_dev(&g), c.num_params);
+    for (size_t i = 0; i < c.num_params; i++) c.params[i] *= 4;
+    gpu_set_params(&g, c.params, c.num_params);
+    Dataset ds;
+    memset(&ds, 0, sizeof(ds));
+    ds.images = h.images, ds.labels = h.labels, ds.n = n, ds.rows = 28, ds.cols = 28, ds.channels = 1;
+    ds.num_classes = C;
+    double gpu_loss, gpu_acc, cpu_loss, cpu_acc;
+    gpu_evaluate(&g, &d, &gpu_loss, &gpu_acc);
+    evaluate_cpu(&c, &ds, &cpu_loss, &cpu_acc);
+    long near = 0, label0 = 0;  // rows whose top two logits (CPU) nearly tie
+    for (int i = 0; i < n; i++) {
+        gather_batch_cpu(c.acts[0], c.labels, h.images, h.labels, NULL, i, 1, 784);
+        model_forward_cpu(&c, 1);
+        float top = -INFINITY, second = -INFINITY, scale = 0;
+        for (int k = 0; k < C; k++) {
+            float z = c.acts[2][k];
+            scale = fmaxf(scale, fabsf(z));
+            if (z > top) second = top, top = z;
+            else if (z > second) second = z;
+        }
+        near += top - second <= (tf32 ? 1e-2f : 1e-5f) * scale;
+        label0 += h.labels[i] == 0;
+    }
+    long gpu_right = lround(gpu_acc * n), cpu_right = lround(cpu_acc * n);
+    check(labs(gpu_right - cpu_right) <= near && fabs(gpu_loss - cpu_loss) <= (tf32 ? 5e-3 : 1e-5) * cpu_loss,
+          "%s%s evaluate, %d synthetic rows in batches of %d (the last of %d): %ld right (CPU %ld; %ld near-ties), "
+          "loss %.6f (CPU %.6f)",
+          TRAINER_NAMES[trainer], tf32 ? " TF32" : "", n, B, n % B, gpu_right, cpu_right, near, gpu_loss, cpu_loss);
+    memset(c.params, 0, c.num_params * sizeof(float));  // every logit 0: ties everywhere
+    gpu_set_params(&g, c.params, c.num_params);
+    gpu_evaluate(&g, &d, &gpu_loss, &gpu_acc);
+    check(lround(gpu_acc * n) == label0 && fabs(gpu_loss - log((double)C)) <= 1e-5,
+          "%s%s evaluate with every logit tied: %ld right (want %ld: class 0 wins every tie, as on the CPU), loss "
+          "%.6f (ln %d = %.6f)",
+          TRAINER_NAMES[trainer], tf32 ? " TF32" : "", lround(gpu_acc * n), label0, gpu_loss, C, log((double)C));
+    model_free_cpu(&c);
+    gpu_free(&g);
+    device_data_free(&d);
+    free(h.images);
+    free(h.labels);
+}
+
+// ----------------------------------------------------------------------------
+// the softmax at logits of +-1000: every launcher of the shared row function against the CPU's (whose
+// results tests/test_properties.c checks against the exact values: losses 0, 2000, 1000, ln 3)
+
+static void test_softmax_extremes(void) {
+    section("softmax cross-entropy at logits of +-1000 (finite, the CPU's values)");
+    const int B = 4, C = 3;
+    const float logits[] = {1000, -1000, 0, 1000, -1000, 0, 1000, -1000, 0, 1000, 1000, 1000};
+    const int labels[] = {0, 1, 2, 0};
+    float want_losses[4], want_d[12];
+    double want_mean = softmax_xent_forward_backward_cpu(want_d, want_losses, logits, labels, B, C);
+    float *dz = (float *)cudaMallocCheck(sizeof(logits), "logits");
+    float *dd = (float *)cudaMallocCheck(sizeof(logits), "dlogits");
+    float *dl = (float *)cudaMallocCheck(4 * sizeof(float), "losses");
+    float *dm = (float *)cudaMallocCheck(4 * sizeof(float), "mean");
+    float *dc = (float *)cudaMallocCheck(4 * sizeof(float), "correct");
+    int *dlab = (int *)cudaMallocCheck(sizeof(labels), "labels"), *dstep = (int *)cudaMallocCheck(sizeof(int), "step");
+    cudaStream_t stream;
+    cudaCheck(cudaStreamCreate(&stream));
+    cudaCheck(cudaMemcpy(dz, logits, sizeof(logits), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(dlab, labels, sizeof(labels), cudaMemcpyHostToDevice));
+    for (int path = 0; path < 3; path++) {
+        float losses[4] = {0}, d[12] = {0}, mean = 0, correct[4] = {0};
+        cudaCheck(cudaMemset(dd, 0, sizeof(logits)));
+        cudaCheck(cudaMemset(dstep, 0, sizeof(int)));
+        if (path == 0) softmax_xent_forward_backward(dm, dd, dl, dz, dlab, B, C);
+        else if (path == 1) softmax_xent_forward_backward_fast(dd, dl, dm, dstep, dz, dlab, B, C, stream);
+        else softmax_xent_eval(dl, dc, dz, dlab, B, C);
+        cudaCheck(cudaDeviceSynchronize());
+        download(losses, dl, 4);
+        download(d, dd, 12);
+        download(&mean, dm, 1);
+        download(correct, dc, 4);
+        int ok = 1;
+        for (int b = 0; b < B; b++)
+            ok &= isfinite(losses[b]) && fabsf(losses[b] - want_losses[b]) <= 1e-3f * (1 + fabsf(want_losses[b]));
+        if (path < 2) {
+            for (int i = 0; i < 12; i++) ok &= isfinite(d[i]) && fabsf(d[i] - want_d[i]) <= 1e-6f;
+            ok &= fabs(mean - want_mean) <= 1e-4 * want_mean;
+        } else {  // argmax: row 1 predicts class 0 (right), rows 2 and 3 class 0 (wrong), row 4 a tie: class 0 (right)
+            ok &= correct[0] == 1 && correct[1] == 0 && correct[2] == 0 && correct[3] == 1;
+        }
+        const char *names[] = {"softmax_xent_forward_backward (readable)", "softmax_xent_forward_backward_fast",
+                               "softmax_xent_eval"};
+        check(ok, "%s: losses %g %g %g %g (CPU %g %g %g %g)%s", names[path], losses[0], losses[1], losses[2], losses[3],
+              want_losses[0], want_losses[1], want_losses[2], want_losses[3],
+              path < 2 ? ", dlogits and the mean loss the CPU's" : ", right answers 1 0 0 1 (a tie goes to class 0)");
+    }
+    cudaCheck(cudaFree(dz));
+    cudaCheck(cudaFree(dd));
+    cudaCheck(cudaFree(dl));
+    cudaCheck(cudaFree(dm));
+    cudaCheck(cudaFree(dc));
+    cudaCheck(cudaFree(dlab));
+    cudaCheck(cudaFree(dstep));
+    cudaCheck(cudaStreamDestroy(stream));
+}
+
 // ----------------------------------------------------------------------------
 // determinism: the same seed twice gives the same bits; graphs give the same bits as launches
 
-// `steps` steps from the seed; returns the final weights (malloc'ed). graph: the fast trainer's
-// run_steps, all steps in one CUDA graph; else one step at a time.
-static float *train_weights(int trainer, int tf32, int graph, const int *sizes, int L, int act, int B, int steps) {
-    HostData h = make_data(B * steps, sizes[0], sizes[L], 77);
+// `steps` steps from the seed, the last of last_bs rows; returns the final weights (malloc'ed). graph:
+// the fast trainer's run_steps, in runs of `run` steps (one CUDA graph each, as the trainer runs the
+// steps between two log lines), the last run ending on the short batch; else one step at a time.
+static float *train_weights(int trainer, int tf32, int graph, const int *sizes, int L, int act, int B, int steps,
+                            int last_bs, int run) {
+    HostData h = make_data(B * (steps - 1) + last_bs, sizes[0], sizes[L], 77);
     DeviceData d;
     device_data_upload(&d, h.images, h.labels, h.n, h.D);
     GpuModel g;
@@ -431,10 +763,14 @@ static float *train_weights(int trainer, int tf32, int graph, const int *sizes, 
     rng_permutation(&rng, perm, h.n);
     gpu_set_perm(&g, perm, h.n);
     if (graph) {
-        fast::run_steps(&g.f, &d, steps, B, &g.cfg, g.stream);
+        for (int done = 0; done < steps;) {
+            int end = done + run < steps ? done + run : steps;
+            fast::run_steps(&g.f, &d, end - done, end == steps ? last_bs : B, &g.cfg, g.stream);
+            done = end;
+        }
         cudaCheck(cudaStreamSynchronize(g.stream));
     } else {
-        for (int t = 0; t < steps; t++) gpu_step(&g, &d, B);
+        for (int t = 0; t < steps; t++) gpu_step(&g, &d, t == steps - 1 ? last_bs : B);
     }
     float *w = (float *)mallocCheck(gpu_num_params(&g) * sizeof(float));
     download(w, gpu_params_dev(&g), gpu_num_params(&g));
@@ -458,18 +794,26 @@ static void test_determinism(void) {
     const int sizes[] = {784, 100, 37, 10};
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     size_t n = param_layout(sizes, 3, w_off, b_off);
-    check_identical(train_weights(READABLE, 0, 0, sizes, 3, ACT_SIGMOID, 33, 10),
-                    train_weights(READABLE, 0, 0, sizes, 3, ACT_SIGMOID, 33, 10), n,
+    check_identical(train_weights(READABLE, 0, 0, sizes, 3, ACT_SIGMOID, 33, 10, 33, 10),
+                    train_weights(READABLE, 0, 0, sizes, 3, ACT_SIGMOID, 33, 10, 33, 10), n,
                     "train_mlp.cu: two runs from the same seed give identical weights");
-    check_identical(train_weights(FAST, 0, 1, sizes, 3, ACT_SIGMOID, 33, 10),
-                    train_weights(FAST, 0, 1, sizes, 3, ACT_SIGMOID, 33, 10), n,
+    check_identical(train_weights(FAST, 0, 1, sizes, 3, ACT_SIGMOID, 33, 10, 33, 10),
+                    train_weights(FAST, 0, 1, sizes, 3, ACT_SIGMOID, 33, 10, 33, 10), n,
                     "train_mlp_fast.cu: two graph runs from the same seed give identical weights");
-    check_identical(train_weights(FAST, 0, 0, sizes, 3, ACT_RELU, 33, 10),
-                    train_weights(FAST, 0, 1, sizes, 3, ACT_RELU, 33, 10), n,
+    check_identical(train_weights(FAST, 0, 0, sizes, 3, ACT_RELU, 33, 10, 33, 10),
+                    train_weights(FAST, 0, 1, sizes, 3, ACT_RELU, 33, 10, 33, 10), n,
                     "train_mlp_fast.cu: a CUDA graph replay gives the same bits as launching the kernels one by one");
-    check_identical(train_weights(FAST, 1, 0, sizes, 3, ACT_TANH, 33, 10),
-                    train_weights(FAST, 1, 1, sizes, 3, ACT_TANH, 33, 10), n,
+    check_identical(train_weights(FAST, 1, 0, sizes, 3, ACT_TANH, 33, 10, 33, 10),
+                    train_weights(FAST, 1, 1, sizes, 3, ACT_TANH, 33, 10, 33, 10), n,
                     "train_mlp_fast.cu TF32: graph replay and launches give the same bits");
+    // as the trainer runs an epoch: graphs of 4 steps, then the remainder, ending on a short batch
+    check_identical(train_weights(FAST, 0, 0, sizes, 3, ACT_RELU, 33, 10, 17, 4),
+                    train_weights(FAST, 0, 1, sizes, 3, ACT_RELU, 33, 10, 17, 4), n,
+                    "train_mlp_fast.cu: runs of 4, 4 and 2 steps from graphs, the last batch of 17 rows, give the same "
+                    "bits as launches");
+    check_identical(train_weights(FAST, 1, 0, sizes, 3, ACT_SIGMOID, 33, 10, 17, 4),
+                    train_weights(FAST, 1, 1, sizes, 3, ACT_SIGMOID, 33, 10, 17, 4), n,
+                    "train_mlp_fast.cu TF32: the same with a last batch of 17 rows");
 }
 
 // ----------------------------------------------------------------------------
@@ -520,6 +864,7 @@ static void usage(FILE *f, const char *prog) {
                "                         your own model: the first STEPS (default 10) steps of a training run\n"
                "                         on the CPU and on the GPU side by side, every tensor at every step\n\n"
                "  -V        print every tensor at every step (the suite; your own model always does)\n"
+               "  -X        stop after the first case that fails (mutation runs: dev/mutate/)\n"
                "  -N INT    steps to compare (default 10)\n"
                "  -G WHICH  the GPU trainer to compare: readable (train_mlp.cu), fast (train_mlp_fast.cu), both\n"
                "            (default both)\n\n"
@@ -593,6 +938,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         if (strcmp(a, "-V") == 0) verbose = 1;
         else if (strcmp(a, "-Q") == 0) quick = 1;
+        else if (strcmp(a, "-X") == 0) fail_fast = 1;
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout, argv[0]);
             return 0;
@@ -638,38 +984,49 @@ int main(int argc, char **argv) {
     const int head32[] = {784, 64, 27};       // the fused head's larger variant (17-32 classes)
     const int many[] = {784, 64, 40};         // more classes than the fused head takes (kernels/fast/head.cuh)
     const int linear[] = {784, 10};           // one layer: softmax regression, no hidden layer
+    const int tail[] = {23, 5, 7};            // W1: 35 weights at a 16-byte aligned offset: sgd_update_fast's
+                                              // float4 kernel and its one-at-a-time tail (kernels/fast/sgd_fast.cuh)
     section("the GPU against the CPU, step by step");
     if (quick) {  // every kernel and path once, small enough for memcheck and racecheck
-        gpu_vs_cpu(READABLE, 0, odd, 3, ACT_TANH, 33, 17);
-        gpu_vs_cpu(FAST, 0, odd, 3, ACT_RELU, 33, 17);
-        gpu_vs_cpu(FAST, 0, head32, 2, ACT_SIGMOID, 33, 5);
-        gpu_vs_cpu(FAST, 0, many, 2, ACT_SIGMOID, 33, 5);
-        gpu_vs_cpu(FAST, 1, odd, 3, ACT_SIGMOID, 33, 17);
-        test_determinism();
+        CASE(gpu_vs_cpu(READABLE, 0, odd, 3, ACT_TANH, 33, 17));
+        CASE(gpu_vs_cpu(FAST, 0, odd, 3, ACT_RELU, 33, 17));
+        CASE(gpu_vs_cpu(FAST, 0, head32, 2, ACT_SIGMOID, 33, 5));
+        CASE(gpu_vs_cpu(FAST, 0, many, 2, ACT_SIGMOID, 33, 5));
+        CASE(gpu_vs_cpu(FAST, 1, odd, 3, ACT_SIGMOID, 33, 17));
+        CASE(gpu_vs_cpu(FAST, 1, many, 2, ACT_TANH, 33, 5));
+        CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));
+        CASE(test_determinism());
         return test_exit();
     }
     for (int trainer = READABLE; trainer <= FAST; trainer++) {
         for (int act = 0; act < 3; act++) {
-            gpu_vs_cpu(trainer, 0, small, 2, act, 64, 32);
-            gpu_vs_cpu(trainer, 0, odd, 3, act, 33, 17);
+            CASE(gpu_vs_cpu(trainer, 0, small, 2, act, 64, 32));
+            CASE(gpu_vs_cpu(trainer, 0, odd, 3, act, 33, 17));
         }
-        gpu_vs_cpu(trainer, 0, small, 2, ACT_SIGMOID, 1, 1);     // a batch of one
-        gpu_vs_cpu(trainer, 0, wide, 3, ACT_TANH, 256, 96);     // tanh: see "The wide model" above
-        gpu_vs_cpu(trainer, 0, linear, 1, ACT_SIGMOID, 33, 8);
+        CASE(gpu_vs_cpu(trainer, 0, small, 2, ACT_SIGMOID, 1, 1));     // a batch of one
+        CASE(gpu_vs_cpu(trainer, 0, wide, 3, ACT_TANH, 256, 96));     // tanh: see "The wide model" above
+        CASE(gpu_vs_cpu(trainer, 0, linear, 1, ACT_SIGMOID, 33, 8));
     }
-    gpu_vs_cpu(FAST, 0, head32, 2, ACT_RELU, 33, 9);   // the fused head with 17-32 classes
-    gpu_vs_cpu(FAST, 0, many, 2, ACT_RELU, 33, 9);     // the fast path without the fused head
-    // the TF32 tensor-core path, with its looser tolerances
-    gpu_vs_cpu(FAST, 1, small, 2, ACT_SIGMOID, 64, 32);
-    gpu_vs_cpu(FAST, 1, odd, 3, ACT_TANH, 33, 17);
-    gpu_vs_cpu(FAST, 1, wide, 3, ACT_RELU, 256, 96);
+    CASE(gpu_vs_cpu(FAST, 0, head32, 2, ACT_RELU, 33, 9));   // the fused head with 17-32 classes
+    CASE(gpu_vs_cpu(FAST, 0, many, 2, ACT_RELU, 33, 9));     // the fast path without the fused head
+    CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));    // the SGD kernel's tail
+    // the TF32 tensor-core path, with its looser tolerances, and each product against its emulation
+    CASE(gpu_vs_cpu(FAST, 1, small, 2, ACT_SIGMOID, 64, 32));
+    CASE(gpu_vs_cpu(FAST, 1, odd, 3, ACT_TANH, 33, 17));
+    CASE(gpu_vs_cpu(FAST, 1, head32, 2, ACT_RELU, 33, 9));   // TF32 with the fused head's larger variant
+    CASE(gpu_vs_cpu(FAST, 1, many, 2, ACT_SIGMOID, 33, 9));  // TF32 without the fused head: TF32 logits
+    CASE(gpu_vs_cpu(FAST, 1, wide, 3, ACT_RELU, 256, 96));
 
     section("evaluation: the GPU's test loss and accuracy against the CPU's");
-    test_evaluate(READABLE, 0);
-    test_evaluate(FAST, 0);
-    test_evaluate(FAST, 1);
+    CASE(test_evaluate_synthetic(READABLE, 0));
+    CASE(test_evaluate_synthetic(FAST, 0));
+    CASE(test_evaluate_synthetic(FAST, 1));
+    CASE(test_evaluate(READABLE, 0));
+    CASE(test_evaluate(FAST, 0));
+    CASE(test_evaluate(FAST, 1));
 
-    test_determinism();
+    CASE(test_softmax_extremes());
+    CASE(test_determinism());
 
     section("the GPU against PyTorch (tests/ref)");
     const char *refs[] = {"tests/ref/ref_sigmoid.bin", "tests/ref/ref_relu.bin", "tests/ref/ref_tanh.bin"};

@@ -81,6 +81,17 @@ typedef struct {
     float loss;
 } StepTensors;
 
+// ||a - b|| / ||b|| in double over n floats (||a - b|| where b is all zeros; NaN never passes a bound)
+static double rel_norm(const float *a, const float *b, size_t n) {
+    double d2 = 0, b2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        d2 += d * d;
+        b2 += (double)b[i] * b[i];
+    }
+    return b2 > 0 ? sqrt(d2 / b2) : sqrt(d2);
+}
+
 #define MAX_TENSORS (2 + 8 * MAX_LAYERS)
 typedef struct {
     char name[48];

@@ -12,6 +12,7 @@ Usage: tests/bin/test_cpu [path/to/train_mlp_cpu]   (default ./train_mlp_cpu)
 #define TESTING
 #include "../train_mlp_cpu.c"
 #include "check.h"
+#include "idx_write.h"  // put_be32
 #include "ref_cpu.h"
 
 #include <sys/wait.h>
@@ -89,13 +90,6 @@ static void test_args(void) {
 
 // ----------------------------------------------------------------------------
 // 2. the IDX reader on files written here
-
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 static void write_file(const char *path, const uint8_t *data, size_t n, int gz) {
     if (gz) {
@@ -376,6 +370,18 @@ static void test_train(void) {
     rng_seed(&rng, 1337, 1);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)train.n);
     rng_permutation(&rng, perm, train.n);
+    // What is exact here is checked exactly elsewhere: each step's loss against a replay, the batches,
+    // the evaluation image by image (tests/test_properties.c), the math against PyTorch (above). What
+    // is left is whether the model learns, and that depends on the seed, the only randomness of the run
+    // (it draws the initial weights and the order of the batches). So the bounds below are not this
+    // seed's numbers but the spread over seeds: the same 300 steps from seeds 1 to 40 give a last-30
+    // mean loss of 0.53 +- 0.025, a test loss of 0.55 +- 0.025 and a test accuracy of 79.6% +- 1.2%
+    // (mean +- standard deviation; dev/mutate/seed_spread.c measures it), and each bound sits 5
+    // standard deviations from the mean: any seed's healthy run passes, and a run that learns
+    // markedly worse fails whatever its seed.
+    // The first step has no randomness to allow for beyond the init's: a fresh model's logits are
+    // small (uniform weights of +-1/sqrt(IN) on sigmoid outputs near 1/2), so its loss is within a few
+    // hundredths of ln 10, a uniform guess's (seeds 1 to 40: ln 10 + 0.04 +- 0.04).
     double first = 0, last = 0;
     for (int s = 0; s < steps; s++) {
         gather_batch_cpu(m.acts[0], m.labels, train.images, train.labels, perm, s * B, B, 784);
@@ -383,14 +389,18 @@ static void test_train(void) {
         double loss = model_loss_cpu(&m, B);
         model_backward_cpu(&m, B);
         model_update_cpu(&m, 0.1f, 0.9f, 0.0f);
-        if (s < 30) first += loss / 30;
+        if (s == 0) first = loss;
         if (s >= steps - 30) last += loss / 30;
     }
-    check(first > 1.5 && last < 0.75, "mean loss of the first 30 steps %.3f (> 1.5), of the last 30 %.3f (< 0.75)",
-          first, last);
+    check(fabs(first - log(10.0)) < 0.25 && last < 0.65,
+          "the first step's loss %.3f (ln 10 = %.3f, +- 0.25: a fresh model guesses almost uniformly), the mean of "
+          "the last 30 steps' %.3f (< 0.65: 5 standard deviations over seeds)",
+          first, log(10.0), last);
     double test_loss, test_acc;
     evaluate_cpu(&m, &test, &test_loss, &test_acc);
-    check(test_acc > 0.72, "test accuracy after 300 steps %.2f%% (> 72%%), test loss %.4f", 100 * test_acc, test_loss);
+    check(test_acc > 0.735 && test_loss < 0.675,
+          "test accuracy after 300 steps %.2f%% (> 73.5%%), test loss %.4f (< 0.675): 5 standard deviations over seeds",
+          100 * test_acc, test_loss);
     free(perm);
     model_free_cpu(&m);
     dataset_free(&train);

@@ -23,6 +23,7 @@ Usage: tests/bin/test_data      (from the repository root; needs Debian's Fashio
 #define TESTING
 #include "../train_mlp_cpu.c"
 #include "check.h"
+#include "idx_write.h"  // put_be32
 
 #include <sys/types.h>
 
@@ -1025,10 +1026,6 @@ static void expect_child(const char *label, Loader load, const char *path, long 
     ChildResult r = run_child(load, path, cap_mb);
     check(r.rc == -1 && strstr(r.msg, want) && (!want2 || strstr(r.msg, want2)), "%-22s -> \"%s\"", label,
           r.rc == 0 ? "(accepted!)" : r.msg);
-}
-
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }
 
 // an IDX header: magic 0x0801 (labels, 1 dim) or 0x0803 (images, 3 dims)

@@ -18,7 +18,8 @@ The CPU trainer's binary through a run's whole life, as a user meets it (issues 
   9. given a GPU trainer and the CPU trainer: checkpoints cross between them, each evaluating the
      other's model to the same number of right answers;
  10. the small dataset written as CIFAR-10 binary files and as an image folder of PNGs: the
-     trainer learns from each, a GPU trainer to the CPU trainer's accuracy within a point.
+     trainer learns from each, a GPU trainer to the CPU trainer's accuracy within a point;
+ 11. a GPU trainer given a model too large for the GPU: one line naming the size, exit 1.
 Everything on a small IDX dataset written here (pixels that depend on the label, so the model
 learns), except 4, which needs real data: Fashion-MNIST from /usr/share/datasets or data/.
 Usage: tests/bin/test_run [TRAINER [CPU_TRAINER]]   (default ./train_mlp_cpu)
@@ -28,6 +29,7 @@ Usage: tests/bin/test_run [TRAINER [CPU_TRAINER]]   (default ./train_mlp_cpu)
 #define TESTING
 #include "../train_mlp_cpu.c"
 #include "check.h"
+#include "idx_write.h"  // write_idx_split
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -37,23 +39,6 @@ static const char *bin = "./train_mlp_cpu", *cpu_bin = "./train_mlp_cpu";
 
 // ----------------------------------------------------------------------------
 // helpers
-
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-// an IDX file of n items of item bytes each (dims: the header's)
-static void write_idx(const char *path, const uint32_t *dims, int ndims, const uint8_t *body, size_t n) {
-    FILE *f = fopenCheck(path, "wb");
-    uint8_t head[16] = {0, 0, 8, (uint8_t)ndims};
-    for (int d = 0; d < ndims; d++) put_be32(head + 4 + 4 * d, dims[d]);
-    fwriteCheck(head, 1, 4 + 4 * (size_t)ndims, f, path);
-    fwriteCheck(body, 1, n, f, path);
-    fcloseCheck(f, path);
-}
 
 // A learnable dataset of 8x8 images and 4 classes: class c lights up quadrant c a little, under
 // enough noise that a small model still makes a few mistakes (for -i's grid).
@@ -72,12 +57,7 @@ static void make_data(const char *dir, int ntrain, int ntest) {
                 img[(size_t)i * 64 + p] = (uint8_t)((quad == c ? 70 : 0) + rng_below(&rng, 180));
             }
         }
-        char path[600];
-        uint32_t idims[3] = {(uint32_t)n, 8, 8}, ldims[1] = {(uint32_t)n};
-        snprintf(path, sizeof(path), "%s/%s-images-idx3-ubyte", dir, split ? "t10k" : "train");
-        write_idx(path, idims, 3, img, (size_t)n * 64);
-        snprintf(path, sizeof(path), "%s/%s-labels-idx1-ubyte", dir, split ? "t10k" : "train");
-        write_idx(path, ldims, 1, lab, (size_t)n);
+        write_idx_split(dir, split, img, lab, n, 8, 8);
         free(img);
         free(lab);
     }
@@ -488,6 +468,21 @@ static void test_data_kinds(void) {
     }
 }
 
+// 11. a model too large for the GPU: one line naming the size asked for, exit 1 (GPU trainers only:
+// on the CPU the same model would be allocated lazily by the kernel and killed when touched)
+static void test_out_of_memory(void) {
+    section("a model too large for the GPU gets one line naming the size, exit 1");
+    if (strcmp(bin, cpu_bin) == 0) {
+        skip("the CPU trainer: its allocations are lazy, so this is a GPU trainer's test");
+        return;
+    }
+    char msg[512];
+    // 4 x 65536^2 weights: 64 GiB of parameters, and as much again for gradients and momentum
+    int rc = run(out, OUT_LEN, "-d %s -m 64,65536,65536,65536,65536,4 -b 10 -n 1 -o %s/oom.csv", data, tmpdir);
+    check(rc == 1 && strstr(out, "out of GPU memory allocating") && strstr(out, "bytes"), "exit %d: \"%s\"", rc,
+          line_with(out, "error", msg, sizeof(msg)));
+}
+
 // 9. checkpoints crossing between the trainer under test and the CPU trainer
 static void test_crossing(void) {
     section("checkpoints cross between trainers: each evaluates the other's model alike");
@@ -548,6 +543,7 @@ int main(int argc, char **argv) {
     test_holdout_and_sizes();
     test_data_kinds();
     test_crossing();
+    test_out_of_memory();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (!getenv("KEEP_TMP") && system(cmd) != 0) printf("  (could not remove %s)\n", tmpdir);
