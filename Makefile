@@ -14,7 +14,7 @@
 #
 # Overrides: make GPU_ARCH=90 (the GPU to build for), NVCC=none (a CPU-only build: no CUDA
 # targets), CC=clang, NVCC=/path/to/nvcc, NO_OMP=1, CFLAGS=... (added to the flags the build
-# needs, never replacing them).
+# needs, never replacing them), NCCL_HOME=DIR (where NCCL is; NCCL_HOME=none: build without it).
 
 CC ?= cc
 NVCC ?= nvcc
@@ -78,11 +78,40 @@ ifneq ($(NVCC_PATH),)
     ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
   endif
   NVCC_NOTE := ✓ nvcc $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp
+  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu
 else
   ARCH_NOTE := no CUDA build (CPU only)
   NVCC_NOTE := ✗ nvcc (CPU only: the GPU trainers and test_mlp are not built$(if $(filter none,$(NVCC)),: NVCC=none,))
   CUDA_TARGETS :=
+endif
+
+# NCCL, for train_mlp_fast -g (data-parallel training on several GPUs): NCCL_HOME=DIR (its include/
+# and lib64/ or lib/), else the CUDA toolkit beside nvcc, else the nvidia-nccl package PyTorch brings
+# (include/nccl.h, lib/libnccl.so.2). Without it train_mlp_fast is built without -g's NCCL path.
+# train_mlp_fast is not linked with the library: -g loads it (dlopen) from where it was found here,
+# so without -g the trainer never needs it.
+NCCL_FLAGS :=
+NCCL_LDLIBS :=
+ifneq ($(NVCC_PATH),)
+  ifeq ($(NCCL_HOME),none)
+    NCCL_DIR :=
+  else ifneq ($(NCCL_HOME),)
+    NCCL_DIR := $(if $(wildcard $(NCCL_HOME)/include/nccl.h),$(NCCL_HOME),)
+  else ifneq ($(wildcard $(dir $(NVCC_PATH))../include/nccl.h),)
+    NCCL_DIR := $(abspath $(dir $(NVCC_PATH))..)
+  else
+    NCCL_DIR := $(shell $(PYTHON) -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+  endif
+  NCCL_LIBDIR := $(firstword $(foreach d,lib64 lib,$(if $(wildcard $(NCCL_DIR)/$(d)/libnccl.so*),$(NCCL_DIR)/$(d))))
+endif
+ifneq ($(and $(NCCL_DIR),$(NCCL_LIBDIR)),)
+  # libnccl.so.2 (the pip package has only that name), else libnccl.so
+  NCCL_LIB := $(firstword $(wildcard $(NCCL_LIBDIR)/libnccl.so.2 $(NCCL_LIBDIR)/libnccl.so))
+  NCCL_FLAGS := -DMLP_NCCL -I$(NCCL_DIR)/include -DMLP_NCCL_LIB='"$(NCCL_LIB)"'
+  NCCL_LDLIBS := -ldl -lpthread
+  NCCL_NOTE := ✓ NCCL $(shell sed -n 's/^\#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' $(NCCL_DIR)/include/nccl.h | paste -sd. -) ($(NCCL_DIR))
+else ifneq ($(NVCC_PATH),)
+  NCCL_NOTE := ✗ NCCL (train_mlp_fast -g needs it: $(if $(filter none,$(NCCL_HOME)),NCCL_HOME=none,$(if $(NCCL_HOME),no include/nccl.h and lib64/libnccl.so in NCCL_HOME=$(NCCL_HOME),not in the CUDA toolkit nor PyTorch's nvidia-nccl; NCCL_HOME=DIR)))
 endif
 
 # the readable trainer: plain code for this GPU
@@ -105,7 +134,7 @@ endif
 ifeq ($(MAKELEVEL),0)
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
   $(info ---------------------------------------------------------------------)
-  $(info mlp.cu build: ✓ $(CC) | $(OMP_NOTE) | $(ZLIB_NOTE) | $(STB_NOTE) | $(NVCC_NOTE))
+  $(info mlp.cu build: ✓ $(CC) | $(OMP_NOTE) | $(ZLIB_NOTE) | $(STB_NOTE) | $(NVCC_NOTE)$(if $(NCCL_NOTE), | $(NCCL_NOTE)))
   $(info GPU: $(ARCH_NOTE))
   $(info ---------------------------------------------------------------------)
 endif
@@ -144,11 +173,16 @@ train_mlp_fast: train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H
 ifeq ($(NVCC_PATH),)
 	$(NO_NVCC)
 else
-	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $(NCCL_FLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) $(NCCL_LDLIBS) -o $@
 endif
 
 test_mlp: test_mlp.cu train_mlp.cu train_mlp_fast.cu train_mlp_cpu.c $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H) $(TEST_H)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+
+# train_mlp_fast -g against its one-GPU path: host code that runs the trainer (CUDA only counts the GPUs)
+tests/bin/test_multi_gpu: tests/test_multi_gpu.cu $(COMMON_H) $(TEST_H)
+	@mkdir -p tests/bin
+	$(NVCC) $(NVCCFLAGS) $(NVCC_HOSTFLAGS) $< $(CUDA_LDLIBS) -o $@
 
 # the CPU tests: every tests/test_*.c is one binary (test_gradcheck runs the CPU reference in double
 # precision; the tests that run ./train_mlp_cpu find it in the current directory)
@@ -181,7 +215,8 @@ test: train_mlp_cpu $(CPU_TESTS) $(if $(SAN_CC),tests/bin/san/train_mlp_cpu) $(S
 	failed=""; P=0; F=0; S=0; log=$$(mktemp); \
 	for t in $(foreach t,$(CPU_TESTS),"$(t) ./train_mlp_cpu") $(foreach t,$(SAN_TESTS),"$(t) tests/bin/san/train_mlp_cpu") \
 	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TARGETS),./test_mlp "tests/bin/test_run ./train_mlp" \
-	         "tests/bin/test_run ./train_mlp_fast" "tests/bin/test_properties ./train_mlp_cpu ./train_mlp ./train_mlp_fast",); do \
+	         "tests/bin/test_run ./train_mlp_fast" "tests/bin/test_properties ./train_mlp_cpu ./train_mlp ./train_mlp_fast" \
+	         "tests/bin/test_multi_gpu ./train_mlp_fast",); do \
 	  echo; echo "=== $$t"; \
 	  { $$t; echo $$? > "$$log.rc"; } 2>&1 | tee "$$log"; \
 	  rc=$$(cat "$$log.rc"); [ "$$rc" = 0 ] || failed="$$failed $$t"; \

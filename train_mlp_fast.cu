@@ -18,6 +18,9 @@ Paths (-f): 1 (the default) replays CUDA graphs; 0 launches the same kernels on 
 from the host, step by step: what the graphs save, measured by running both.
 Precision (-x): 0 FP32; 1 TF32 tensor cores in the matmuls (the forward products' operands are
 kept as TF32 values: model_forward says how).
+Several GPUs (-g N): data parallel through NCCL, a host thread per GPU, each taking its share of
+every batch, the gradients summed over the GPUs before each step (the section "-g N" before main;
+built only where make found NCCL; without -g nothing of it runs).
 
 The data goes to the GPU once. Inside an epoch the host never copies or waits, except to print a
 log line. test_mlp checks every tensor of this trainer against train_mlp_cpu.c, step by step.
@@ -50,6 +53,11 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "kernels/fast/matmul_fast.h"    // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
 #include "kernels/fast/sgd_fast.cuh"     // sgd_update_fast, round_tf32_copy
 #include "kernels/fast/softmax_fast.cuh" // softmax_xent_forward_backward_fast: the device step counter
+#if defined(MLP_NCCL) && !defined(TESTING)
+#include <dlfcn.h>                       // -g: NCCL is loaded when asked for (nccl_load)
+#include <nccl.h>                        // -g: the all-reduce of the gradients over the GPUs (its types)
+#include <pthread.h>                     // -g: a host thread per GPU
+#endif
 
 #define FAST_EVAL_BATCH 1024       // evaluation runs the test set in batches of this many rows (or B if larger)
 #define FUSED_SGD_MAX_WEIGHTS (1 << 18)  // the first layer's SGD step rides on its dW below this many weights
@@ -234,18 +242,19 @@ static int model_head_fused(const Model *m) { return head_fits(m->sizes[m->L]); 
 // (dacts[L]), and the step's mean loss into step_losses[*step] with the device step counter moved
 // on (kernels/fast/softmax_fast.cuh). With the fused head also dacts[L-1], the last hidden layer's
 // gradient, ahead of model_backward_update; the head leaves the mean loss and the step counter to
-// model_backward_update (head_batch_sums, on the bias stream).
-static void model_forward_loss(Model *m, int bs, cudaStream_t stream) {
+// model_backward_update (head_batch_sums, on the bias stream). norm: the batch the loss is the mean
+// over, bs on one GPU; under -g the global batch, of which these bs rows are one GPU's share.
+static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) {
     int L = m->L;
     if (model_head_fused(m)) {
         model_forward_layers(m, bs, L - 1, stream);
         head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
                               m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
-                              m->sizes[L - 1], m->sizes[L], m->act, stream);
+                              m->sizes[L - 1], m->sizes[L], m->act, stream, norm);
     } else {
         model_forward(m, bs, stream);
         softmax_xent_forward_backward_fast(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
-                                           m->sizes[L], stream);
+                                           m->sizes[L], stream, norm);
     }
 }
 
@@ -282,6 +291,12 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         else
             matmul_backward_dbias_fast(m->grads + b, dout, bs, OUT, m->params + b, m->mbuf + b, lr, momentum,
                                        weight_decay, m->bias_stream);
+        // the split-K scratch (on GPUs without thread-block clusters) is one buffer: the first layer's
+        // dW, on this stream, waits for the side stream's dW of layer 1, which uses it too
+        if (l == 0 && m->L > 1 && m->scratch) {
+            cudaCheck(cudaEventRecord(m->ev_side_done, m->side));
+            cudaCheck(cudaStreamWaitEvent(stream, m->ev_side_done, 0));
+        }
         if (l > 0) {
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
@@ -315,7 +330,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
 
 // Forward, loss, backward and update on the bs rows already in acts[0] and labels.
 static void train_step_on_batch(Model *m, int bs, float lr, float momentum, float weight_decay, cudaStream_t stream) {
-    model_forward_loss(m, bs, stream);
+    model_forward_loss(m, bs, bs, stream);
     model_backward_update(m, bs, lr, momentum, weight_decay, stream);
 }
 
@@ -353,7 +368,7 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, c
         if (i == 0)
             gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs,
                               train->D, m->tf32, stream);
-        model_forward_loss(m, bs, stream);
+        model_forward_loss(m, bs, bs, stream);
         model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
     }
 }
@@ -449,10 +464,490 @@ static void forward_logits(void *model, const float *x, int n, float *logits) {
     cudaCheck(cudaMemcpy(logits, m->acts[m->L], (size_t)n * m->sizes[m->L] * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
+// ----------------------------------------------------------------------------
+// -g N: data-parallel training on N GPUs through NCCL
+//
+// One process, one host thread per GPU (the main thread is rank 0), each with its own copy of the
+// model, the training set and the step counter. Every rank draws the same epoch permutations from
+// the same seed, so the global batches come in the one-GPU order; rank r takes its share of each,
+// rows [first, first + rows) (dp_share). Rank 0 draws the initial weights (or loads -r's checkpoint)
+// and broadcasts them and the momentum; from then on every rank takes the same SGD steps on the same
+// summed gradient, so the parameters stay the same on all of them, and rank 0 alone evaluates,
+// logs and writes checkpoints.
+//
+// A step on each rank: its rows' forward pass and loss, with dlogits divided by the GLOBAL batch
+// (model_forward_loss's norm), so that the gradients of the ranks' shares add up to the global
+// batch's mean gradient; then dp_backward_update: model_backward_update's streams without its SGD
+// steps, and a fourth, the communication stream, which sums each layer's gradients over the ranks
+// (ncclAllReduce, in place) as soon as that layer's dW and db are written, while the backward pass
+// goes on with the layers below, and then takes that layer's SGD step (sgd_update_fast over the
+// layer's W and b, which lie next to each other in the flat buffers). The fused SGD of the one-GPU
+// path is off here: the step must come after the all-reduce.
+//
+// The batch: -b must be a multiple of N (each rank takes -b/N rows). The last step of an epoch
+// may be short (the training set need not divide by -b): its rows are split as evenly as possible,
+// the first (rows % N) ranks taking one more, and the loss is still divided by that step's global
+// rows; each rank needs at least one row of it (checked at the start).
+//
+// CUDA graphs are off under -g (the steps are launched from the host, as -f 0 does): capturing
+// NCCL calls is possible, but the first version is kept the simple one. Each log line's losses
+// are summed over the ranks by one more all-reduce (each rank's step loss is its rows' share of
+// the mean). At each log line and after each epoch the ranks meet at a barrier: rank 0 logs,
+// evaluates and checkpoints while the others wait there (not inside a CUDA or NCCL call), so that
+// when rank 0 ends the process (a diverging run, Ctrl-C, a failed checkpoint) nothing is in flight.
+#ifdef MLP_NCCL
+
+// NCCL is not linked but loaded (dlopen) when -g asks for it, so that the trainer without -g never
+// needs the library: first the one make found (MLP_NCCL_LIB), then the loader's usual places. These
+// are the functions -g calls, with nccl.h's own types.
+#ifndef MLP_NCCL_LIB
+#define MLP_NCCL_LIB "libnccl.so.2"
+#endif
+static struct {
+    decltype(&::ncclGetVersion) GetVersion;
+    decltype(&::ncclGetErrorString) GetErrorString;
+    decltype(&::ncclGetLastError) GetLastError;  // (NCCL 2.13 on; NULL before)
+    decltype(&::ncclCommInitAll) CommInitAll;
+    decltype(&::ncclCommDestroy) CommDestroy;
+    decltype(&::ncclCommAbort) CommAbort;
+    decltype(&::ncclGroupStart) GroupStart;
+    decltype(&::ncclGroupEnd) GroupEnd;
+    decltype(&::ncclBroadcast) Broadcast;
+    decltype(&::ncclAllReduce) AllReduce;
+} nccl;
+
+static void nccl_load(void) {
+    const char *names[] = {MLP_NCCL_LIB, "libnccl.so.2", "libnccl.so"};
+    void *lib = NULL;
+    for (int i = 0; i < 3 && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        die("LD_LIBRARY_PATH=the directory of libnccl.so.2, or leave -g out (one GPU)", "-g: cannot load NCCL (%s): %s",
+            MLP_NCCL_LIB, dlerror());
+#define NCCL_FN(field, name, required)                                                                \
+    *(void **)&nccl.field = dlsym(lib, name);                                                           \
+    if (!nccl.field && (required)) die("a newer NCCL", "-g: the NCCL library loaded has no %s", name)
+    NCCL_FN(GetVersion, "ncclGetVersion", 1);
+    NCCL_FN(GetErrorString, "ncclGetErrorString", 1);
+    NCCL_FN(GetLastError, "ncclGetLastError", 0);
+    NCCL_FN(CommInitAll, "ncclCommInitAll", 1);
+    NCCL_FN(CommDestroy, "ncclCommDestroy", 1);
+    NCCL_FN(CommAbort, "ncclCommAbort", 1);
+    NCCL_FN(GroupStart, "ncclGroupStart", 1);
+    NCCL_FN(GroupEnd, "ncclGroupEnd", 1);
+    NCCL_FN(Broadcast, "ncclBroadcast", 1);
+    NCCL_FN(AllReduce, "ncclAllReduce", 1);
+#undef NCCL_FN
+}
+
+#define ncclCheck(res) nccl_check_at((res), __FILE__, __LINE__)
+static void nccl_check_at(ncclResult_t res, const char *file, int line) {
+    if (res == ncclSuccess) return;
+    fflush(stdout);
+    fprintf(stderr, "error: %s:%d: NCCL error: %s (%s) ---> try: NCCL_DEBUG=WARN for NCCL's account of it\n", file,
+            line, nccl.GetErrorString(res), nccl.GetLastError ? nccl.GetLastError(NULL) : "");
+    exit(EXIT_RUNTIME);
+}
+
+struct DpRun;
+
+// one rank: its GPU (device number = rank), its NCCL communicator, its copy of the model and data
+typedef struct {
+    int rank;
+    struct DpRun *dp;
+    ncclComm_t comm;
+    fast::Model model;
+    DeviceData train;
+    cudaStream_t stream;       // the main stream of the step (as in the one-GPU path)
+    cudaStream_t comm_stream;  // every NCCL call of this rank, and the SGD steps after the all-reduces
+    cudaEvent_t ev_dw[MAX_LAYERS], ev_db[MAX_LAYERS];  // layer l's weight / bias gradient written
+    cudaEvent_t ev_ready, ev_comm_done, ev_log, epoch_start, epoch_end;
+    int *perm_host;            // (n train) this epoch's permutation, drawn on the host
+    Rng shuffle;               // ranks 1..N-1: a copy of rank 0's shuffle generator
+} Rank;
+
+// what the ranks share; the Run, the log and the evaluation sets are rank 0's
+typedef struct DpRun {
+    int gpus;
+    const Config *cfg;
+    EpochPlan plan;
+    Run *run;
+    RunLog *log;
+    pthread_barrier_t barrier;
+    DeviceData *val, *test;
+    fast::EvalBuffers *eval;
+    double train_seconds, loss, acc;
+    int epochs_run;
+} DpRun;
+
+// rank r's share of a global batch of gbs rows: rows [*first, *first + return value)
+static int dp_share(int gbs, int gpus, int r, int *first) {
+    const int base = gbs / gpus, extra = gbs % gpus;
+    *first = r * base + (r < extra ? r : extra);
+    return base + (r < extra ? 1 : 0);
+}
+
+// model_backward_update without the SGD steps, and with the all-reduce and the step of each layer on
+// the communication stream (the top of this section). bs: this rank's rows; norm: the global batch.
+// The order on the communication stream, per layer: wait for dW and db, sum them over the ranks,
+// wait for dinp (the last reader of W), step. The all-reduce of layer l runs beside layer l-1's dinp
+// and dW. At the end the main stream waits for the other three: the next step's forward pass reads
+// the stepped parameters, and its gradients overwrite these.
+static void dp_backward_update(Rank *k, int bs, int norm) {
+    fast::Model *m = &k->model;
+    const Config *c = k->dp->cfg;
+    for (int l = m->L - 1; l >= 0; l--) {
+        const int IN = m->sizes[l], OUT = m->sizes[l + 1];
+        const size_t w = m->w_off[l], b = m->b_off[l], n = (size_t)OUT * IN + OUT;  // W then b: b = w + OUT * IN
+        const float *dout = m->dacts[l + 1];
+        cudaCheck(cudaEventRecord(m->ev_dout[l], k->stream));
+        cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_dout[l], 0));
+        if (l == m->L - 1 && fast::model_head_fused(m))  // with the step's loss and the step counter
+            head_batch_sums(m->grads + b, dout, bs, OUT, NULL, NULL, 0, 0, 0, m->step_losses, m->step, m->losses,
+                            m->bias_stream, norm);
+        else
+            matmul_backward_dbias_fast(m->grads + b, dout, bs, OUT, NULL, NULL, 0, 0, 0, m->bias_stream);
+        cudaCheck(cudaEventRecord(k->ev_db[l], m->bias_stream));
+        // dW on the side stream, beside dinp; the first layer has no dinp, its dW runs on main
+        cudaStream_t dw_stream = l > 0 ? m->side : k->stream;
+        if (l > 0) cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
+        // (the split-K scratch is one buffer: the first layer's dW waits for the side stream's last one)
+        if (l == 0 && m->L > 1 && m->scratch) cudaCheck(cudaStreamWaitEvent(k->stream, k->ev_dw[1], 0));
+        matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL, dw_stream);
+        cudaCheck(cudaEventRecord(k->ev_dw[l], dw_stream));
+        if (l > 0 && (l < m->L - 1 || !fast::model_head_fused(m)))  // (else the fused head has done it)
+            matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, m->tf32,
+                                      k->stream);
+        cudaCheck(cudaEventRecord(m->ev_dinp[l], k->stream));
+        cudaCheck(cudaStreamWaitEvent(k->comm_stream, k->ev_dw[l], 0));
+        cudaCheck(cudaStreamWaitEvent(k->comm_stream, k->ev_db[l], 0));
+        ncclCheck(nccl.AllReduce(m->grads + w, m->grads + w, n, ncclFloat, ncclSum, k->comm, k->comm_stream));
+        cudaCheck(cudaStreamWaitEvent(k->comm_stream, m->ev_dinp[l], 0));
+        sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, m->params_tf32 ? m->params_tf32 + w : NULL, n, c->lr,
+                        c->momentum, c->weight_decay, 1, k->comm_stream);
+    }
+    cudaCheck(cudaEventRecord(m->ev_side_done, m->side));
+    cudaCheck(cudaEventRecord(m->ev_bias_done, m->bias_stream));
+    cudaCheck(cudaEventRecord(k->ev_comm_done, k->comm_stream));
+    cudaCheck(cudaStreamWaitEvent(k->stream, m->ev_side_done, 0));
+    cudaCheck(cudaStreamWaitEvent(k->stream, m->ev_bias_done, 0));
+    cudaCheck(cudaStreamWaitEvent(k->stream, k->ev_comm_done, 0));
+}
+
+// One step of gbs global rows on this rank: its share of the batch gathered (the rows of the
+// permutation from the step counter's step, moved on by the share's first row), forward, loss,
+// backward, all-reduce, update.
+static void dp_step(Rank *k, int gbs) {
+    fast::Model *m = &k->model;
+    int first;
+    const int rows = dp_share(gbs, k->dp->gpus, k->rank, &first);
+    gather_batch_step(m->acts[0], m->labels, k->train.images, k->train.labels, m->perm + first, m->step, 0, m->B, rows,
+                      k->train.D, m->tf32, k->stream);
+    fast::model_forward_loss(m, rows, gbs, k->stream);
+    dp_backward_update(k, rows, gbs);
+}
+
+// n floats at p, summed over the ranks in place, ordered after the main stream's work so far; the
+// main stream then waits for the sum
+static void dp_sum_over_ranks(Rank *k, float *p, size_t n) {
+    cudaCheck(cudaEventRecord(k->ev_ready, k->stream));
+    cudaCheck(cudaStreamWaitEvent(k->comm_stream, k->ev_ready, 0));
+    ncclCheck(nccl.AllReduce(p, p, n, ncclFloat, ncclSum, k->comm, k->comm_stream));
+    cudaCheck(cudaEventRecord(k->ev_comm_done, k->comm_stream));
+    cudaCheck(cudaStreamWaitEvent(k->stream, k->ev_comm_done, 0));
+}
+
+// The communicators while the ranks train. A process that ends early (rank 0 stopping it at a log
+// line: Ctrl-C, a diverging run, a failed checkpoint; or an error line and exit on any rank) aborts
+// them first, in an atexit handler, so that no NCCL kernel is left waiting for a peer that will
+// never come, and NCCL's own threads stop before CUDA shuts down. The normal end destroys them.
+static ncclComm_t *dp_live_comms = NULL;
+static int dp_live_count = 0;
+static void dp_abort_at_exit(void) {
+    ncclComm_t *comms = dp_live_comms;
+    dp_live_comms = NULL;
+    for (int r = 0; comms && r < dp_live_count; r++) nccl.CommAbort(comms[r]);  // (its result: nothing to do)
+}
+
+static void dp_barrier(DpRun *dp) {
+    int rc = pthread_barrier_wait(&dp->barrier);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) die("", "pthread_barrier_wait: %s", strerror(rc));
+}
+
+// A rank's training: the one-GPU loop of main, step by step (no graphs), each step a dp_step; rank 0
+// logs, evaluates and writes checkpoints, the others wait for it at the barrier.
+static void dp_rank_loop(Rank *k) {
+    DpRun *dp = k->dp;
+    const Config *c = dp->cfg;
+    fast::Model *m = &k->model;
+    const int r0 = k->rank == 0, steps = dp->plan.steps, n_train = k->train.n;
+    cudaCheck(cudaSetDevice(k->rank));
+    float *losses_host = r0 ? (float *)mallocCheck(sizeof(float) * (size_t)steps) : NULL;
+    for (int epoch = dp->run->first_epoch; epoch <= c->epochs; epoch++) {
+        if (r0) run_epoch(dp->run, k->perm_host, n_train);  // (keeps the generator's state for -c)
+        else rng_permutation(&k->shuffle, k->perm_host, n_train);
+        int done = run_first_step(dp->run, epoch) - 1;  // steps are 1-based; the counter, 0-based
+        cudaCheck(cudaMemcpyAsync(m->perm, k->perm_host, sizeof(int) * (size_t)n_train, cudaMemcpyHostToDevice,
+                                  k->stream));
+        cudaCheck(cudaMemcpyAsync(m->step, &done, sizeof(int), cudaMemcpyHostToDevice, k->stream));
+        cudaCheck(cudaEventRecord(k->epoch_start, k->stream));
+        float last_log_ms = 0;
+        long samples = 0;
+        while (done < steps) {
+            const int next_log = (done / c->log_every + 1) * c->log_every;
+            const int end = next_log < steps ? next_log : steps, n = end - done;
+            for (int s = done; s < end; s++) {
+                const int gbs = epoch_batch_size(&dp->plan, s, c->batch);
+                dp_step(k, gbs);
+                samples += gbs;
+            }
+            dp_sum_over_ranks(k, m->step_losses + done, (size_t)n);  // each rank's losses are its share
+            cudaCheck(cudaEventRecord(k->ev_log, k->stream));
+            cudaCheck(cudaEventSynchronize(k->ev_log));
+            dp_barrier(dp);  // every rank is done with these steps: rank 0 may end the process below
+            if (r0) {
+                float ms_now;
+                cudaCheck(cudaEventElapsedTime(&ms_now, k->epoch_start, k->ev_log));
+                cudaCheck(cudaMemcpy(losses_host, m->step_losses + done, n * sizeof(float), cudaMemcpyDeviceToHost));
+                double sum = 0;
+                for (int i = 0; i < n; i++) sum += losses_host[i];
+                log_losses(dp->log, sum, n);
+                log_step(dp->log, epoch, end, (ms_now - last_log_ms) / n);  // (exits if the run diverged)
+                last_log_ms = ms_now;
+                run_after_steps(dp->run, dp->log, epoch, end, steps, n);  // Ctrl-C: checkpoint, exit 130
+            }
+            dp_barrier(dp);
+            done = end;
+        }
+        if (r0) {
+            cudaCheck(cudaEventRecord(k->epoch_end, k->stream));
+            cudaCheck(cudaEventSynchronize(k->epoch_end));
+            float epoch_ms;
+            cudaCheck(cudaEventElapsedTime(&epoch_ms, k->epoch_start, k->epoch_end));
+            dp->train_seconds += epoch_ms / 1e3;
+            dp->epochs_run++;
+            const int held = c->holdout > 0;
+            double t0 = now_seconds();
+            fast::evaluate(m, held ? dp->val : dp->test, dp->eval, &dp->loss, &dp->acc, k->stream);
+            log_epoch(dp->log, epoch, epoch_ms / 1e3, samples, held ? "val" : "test", dp->loss, dp->acc,
+                      1e3 * (now_seconds() - t0));
+            run_end_of_epoch(dp->run, epoch);  // -c: the checkpoint
+        }
+        dp_barrier(dp);  // the other ranks wait while rank 0 evaluates and writes
+    }
+    free(losses_host);
+}
+
+static void *dp_rank_thread(void *arg) {
+    dp_rank_loop((Rank *)arg);
+    return NULL;
+}
+
+// main for -g N: everything main does for one GPU, with N ranks
+static int train_data_parallel(Config *cfg, int argc, char **argv) {
+    using namespace fast;
+    const int N = cfg->gpus;
+    Run run;
+    run_begin(&run, cfg, argc, argv, PROG_FAST);  // -r: the checkpoint, and the settings it holds (-b among them)
+    const int B = cfg->batch;
+    if (B % N != 0)
+        usage_error(argv[0], "-b %d does not divide among -g %d GPUs (each takes -b/N rows of every batch); give a -b "
+                             "that is a multiple of %d", B, N, N);
+    Dataset train_host, val_host, test_host;
+    load_datasets_or_die(cfg, argv[0], &train_host, &test_host);
+    split_holdout(&train_host, &val_host, cfg->holdout, cfg->seed);  // -H: a validation set
+    const EpochPlan plan = epoch_plan(train_host.n, B, cfg->max_steps);
+    if (plan.last_bs < N)
+        usage_error(argv[0], "-g %d: the last step of every epoch has %d row%s (%d training images, -b %d), fewer than "
+                             "one per GPU; give another -b", N, plan.last_bs, plan.last_bs == 1 ? "" : "s",
+                    train_host.n, B);
+    cudaDeviceProp prop = require_gpu();
+    int count = 0;
+    cudaCheck(cudaGetDeviceCount(&count));
+    if (count < N)
+        die_at(EXIT_USAGE, __FILE__, __LINE__, "a smaller -g", "-g %d: %d GPU%s visible here (CUDA_VISIBLE_DEVICES=%s)",
+               N, count, count == 1 ? " is" : "s are", getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES")
+                                                                                      : "unset");
+    nccl_load();
+    int nccl_version = 0;
+    ncclCheck(nccl.GetVersion(&nccl_version));
+
+    // the communicators, one per GPU, made by this thread for all of them
+    ncclComm_t *comms = (ncclComm_t *)callocCheck((size_t)N, sizeof(ncclComm_t));
+    int *devs = (int *)mallocCheck(sizeof(int) * (size_t)N);
+    for (int r = 0; r < N; r++) devs[r] = r;
+    ncclCheck(nccl.CommInitAll(comms, N, devs));
+    dp_live_comms = comms;
+    dp_live_count = N;
+    if (atexit(dp_abort_at_exit) != 0) die("", "atexit: cannot register the NCCL clean-up");
+
+    // each rank's model, data and streams, built by this thread one GPU after the other (the device
+    // allocation counter is not thread-safe); rank 0 also holds the evaluation sets
+    Rank *ranks = (Rank *)callocCheck((size_t)N, sizeof(Rank));
+    DpRun dp;
+    memset(&dp, 0, sizeof(dp));
+    dp.gpus = N;
+    dp.cfg = cfg;
+    dp.plan = plan;
+    dp.run = &run;
+    DeviceData val, test;
+    EvalBuffers eval;
+    const int D = dataset_dim(&train_host), share = B / N;
+    const int max_batch = share > FAST_EVAL_BATCH ? share : FAST_EVAL_BATCH;
+    size_t rank0_bytes = 0;
+    for (int r = 0; r < N; r++) {
+        Rank *k = &ranks[r];
+        k->rank = r;
+        k->dp = &dp;
+        k->comm = comms[r];
+        cudaCheck(cudaSetDevice(r));
+        cudaCheck(cudaStreamCreate(&k->stream));
+        cudaCheck(cudaStreamCreateWithFlags(&k->comm_stream, cudaStreamNonBlocking));
+        for (int l = 0; l < cfg->L; l++) {
+            cudaCheck(cudaEventCreateWithFlags(&k->ev_dw[l], cudaEventDisableTiming));
+            cudaCheck(cudaEventCreateWithFlags(&k->ev_db[l], cudaEventDisableTiming));
+        }
+        cudaCheck(cudaEventCreateWithFlags(&k->ev_ready, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&k->ev_comm_done, cudaEventDisableTiming));
+        cudaCheck(cudaEventCreate(&k->ev_log));
+        cudaCheck(cudaEventCreate(&k->epoch_start));
+        cudaCheck(cudaEventCreate(&k->epoch_end));
+        device_data_upload(&k->train, train_host.images, train_host.labels, train_host.n, D);
+        model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->tf32, k->train.n, plan.steps);
+        cudaCheck(cudaMallocHost((void **)&k->perm_host, sizeof(int) * (size_t)k->train.n));
+        if (r == 0) {
+            device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
+            device_data_upload(&test, test_host.images, test_host.labels, test_host.n, D);
+            eval_buffers_alloc(&eval, val.n > test.n ? val.n : test.n);
+            rank0_bytes = device_bytes_allocated;
+        }
+    }
+    dp.val = &val;
+    dp.test = &test;
+    dp.eval = &eval;
+
+    // rank 0's parameters and momentum: the checkpoint's (-r), or drawn from the seed; then every
+    // rank gets them from rank 0
+    cudaCheck(cudaSetDevice(0));
+    Model *m0 = &ranks[0].model;
+    const float *mbuf, *params = run_start(&run, &train_host, m0, fetch_state, m0->num_params, &mbuf);
+    if (params) {
+        cudaCheck(cudaMemcpy(m0->params, params, m0->num_params * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(m0->mbuf, mbuf, m0->num_params * sizeof(float), cudaMemcpyHostToDevice));
+    } else {
+        model_init_params(m0, cfg->seed, ranks[0].stream);
+    }
+    for (int r = 0; r < N; r++) {  // (model_build's memsets and the copies above ran on the legacy stream)
+        cudaCheck(cudaSetDevice(r));
+        cudaCheck(cudaDeviceSynchronize());
+    }
+    ncclCheck(nccl.GroupStart());  // one thread, every communicator: one group
+    for (int r = 0; r < N; r++) {
+        Model *m = &ranks[r].model;
+        ncclCheck(nccl.Broadcast(m->params, m->params, m->num_params, ncclFloat, 0, comms[r], ranks[r].comm_stream));
+        ncclCheck(nccl.Broadcast(m->mbuf, m->mbuf, m->num_params, ncclFloat, 0, comms[r], ranks[r].comm_stream));
+    }
+    ncclCheck(nccl.GroupEnd());
+    for (int r = 0; r < N; r++) {
+        Model *m = &ranks[r].model;
+        cudaCheck(cudaSetDevice(r));
+        cudaCheck(cudaStreamSynchronize(ranks[r].comm_stream));
+        if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, ranks[r].stream);
+        cudaCheck(cudaStreamSynchronize(ranks[r].stream));
+        ranks[r].shuffle = run.shuffle;  // (rank 0 draws from run's own)
+    }
+    cudaCheck(cudaSetDevice(0));
+
+    box_settings("train_mlp_fast", "GPU trainer, the fast one", cfg, &train_host, &test_host, m0->num_params,
+                 plan.steps);
+    char device[300];
+    snprintf(device, sizeof(device), "%s", prop.name);
+    for (int r = 1; r < N; r++) {
+        cudaDeviceProp p;
+        cudaCheck(cudaGetDeviceProperties(&p, r));
+        if (strcmp(p.name, prop.name) != 0) snprintf(device, sizeof(device), "%s and others", prop.name);
+    }
+    box_row("device", "%d x %s (GPU 0: sm_%d%d, %d SMs, %.0f GB)", N, device, prop.major, prop.minor,
+            prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+    box_row("GPUs (-g)", "%d, data parallel through NCCL %d.%d.%d: %d rows of each batch per GPU", N,
+            nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
+    box_row("kernels (-f)", "%s", "fused, four streams (one for the all-reduces), launched step by step (no graphs "
+                                  "under -g)");
+    box_row("matmul precision (-x)", "%s", cfg->tf32 ? "TF32 tensor cores" : "FP32");
+    box_rule();
+
+    RunLog log;
+    long steps_to_do = (long)(cfg->epochs - run.first_epoch + 1) * plan.steps - (run.first_step - 1);
+    run_log_open(&log, cfg, PROG_FAST, plan.steps, train_host.num_classes, steps_to_do, (long)run.steps_total);
+    dp.log = &log;
+    int rc = pthread_barrier_init(&dp.barrier, NULL, (unsigned)N);
+    if (rc != 0) die("", "pthread_barrier_init: %s", strerror(rc));
+    pthread_t *threads = (pthread_t *)callocCheck((size_t)N, sizeof(pthread_t));
+    for (int r = 1; r < N; r++) {
+        rc = pthread_create(&threads[r], NULL, dp_rank_thread, &ranks[r]);
+        if (rc != 0) die("a smaller -g", "cannot start the thread of GPU %d: %s", r, strerror(rc));
+    }
+    dp_rank_loop(&ranks[0]);
+    for (int r = 1; r < N; r++) {
+        rc = pthread_join(threads[r], NULL);
+        if (rc != 0) die("", "pthread_join: %s", strerror(rc));
+    }
+
+    cudaCheck(cudaSetDevice(0));
+    if (cfg->holdout > 0 || dp.epochs_run == 0)  // the test set, at the end
+        evaluate(m0, &test, &eval, &dp.loss, &dp.acc, ranks[0].stream);
+    char where[400];
+    snprintf(where, sizeof(where), "%d x %s", N, device);
+    log_final(&log, cfg, train_host.name, dp.loss, dp.acc, dp.train_seconds, dp.epochs_run, rank0_bytes / 1e6, where);
+    run_finish(&run);
+
+    pthread_barrier_destroy(&dp.barrier);
+    free(threads);
+    eval_buffers_free(&eval);
+    device_data_free(&val);
+    device_data_free(&test);
+    dp_live_comms = NULL;  // destroyed below, not aborted
+    for (int r = 0; r < N; r++) {
+        Rank *k = &ranks[r];
+        cudaCheck(cudaSetDevice(r));
+        ncclCheck(nccl.CommDestroy(k->comm));
+        model_free(&k->model);
+        device_data_free(&k->train);
+        cudaCheck(cudaFreeHost(k->perm_host));
+        for (int l = 0; l < cfg->L; l++) {
+            cudaCheck(cudaEventDestroy(k->ev_dw[l]));
+            cudaCheck(cudaEventDestroy(k->ev_db[l]));
+        }
+        cudaEvent_t evs[] = {k->ev_ready, k->ev_comm_done, k->ev_log, k->epoch_start, k->epoch_end};
+        for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) cudaCheck(cudaEventDestroy(evs[i]));
+        cudaCheck(cudaStreamDestroy(k->stream));
+        cudaCheck(cudaStreamDestroy(k->comm_stream));
+    }
+    free(ranks);
+    free(comms);
+    free(devs);
+    dataset_free(&train_host);
+    dataset_free(&val_host);
+    dataset_free(&test_host);
+    return 0;
+}
+
+#else  // built without NCCL: -g gets one line and exit 2, before anything is loaded
+
+static int train_data_parallel(Config *cfg, int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    die_at(EXIT_USAGE, __FILE__, __LINE__, "leave -g out (one GPU), or make clean && make train_fast NCCL_HOME=DIR",
+           "-g %d: this train_mlp_fast was built without NCCL (libnccl), which -g needs; make's banner says where it "
+           "looked", cfg->gpus);
+}
+
+#endif  // MLP_NCCL
+
 int main(int argc, char **argv) {
     using namespace fast;
     Config cfg;
     config_from_command_line(&cfg, argc, argv, PROG_FAST);
+    if (cfg.gpus > 0 && !cfg.eval_path[0]) return train_data_parallel(&cfg, argc, argv);  // -g N (-e uses one GPU)
     cudaDeviceProp prop = require_gpu();
     if (cfg.eval_path[0]) {  // -e: evaluate a checkpoint (or -p: classify pictures with it), and exit
         Use use;

@@ -24,6 +24,7 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #include "utils.h"  // usage_error
 
 #define MAX_PREDICT 32  // -p may be given this many times
+#define MAX_GPUS 64     // -g takes at most this many GPUs
 
 // How the fast GPU trainer runs its steps (-f)
 enum { PATH_LAUNCH = 0, PATH_GRAPH = 1 };
@@ -43,6 +44,7 @@ typedef struct {
     int max_steps;         // 0 = all; else stop each epoch after this many steps (for tests)
     int tf32;              // train_mlp_fast only: TF32 tensor cores in the matmuls
     int path;              // train_mlp_fast only: PATH_* above
+    int gpus;              // train_mlp_fast only: -g, data-parallel ranks through NCCL (0: one GPU, no NCCL)
     int trace;             // train_mlp only: print a training step as the GPU runs it
     float holdout;         // the share of the training set held out as a validation set (0: none)
     char ckpt_path[1024];  // -c: write a checkpoint here after every epoch, at the end, and when stopped
@@ -112,6 +114,9 @@ static const ArgSpec ARGS[] = {
      "faster, results differ from FP32 in the 3rd or 4th digit"},
     {'f', "0|1", ARG_INT, CFG(path), 0, 1, PROG_FAST,
      "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them"},
+    {'g', "N", ARG_INT, CFG(gpus), 0, MAX_GPUS, PROG_FAST,
+     "data-parallel training on N GPUs through NCCL, a thread per GPU, each taking -b/N rows of every batch "
+     "(also --gpus N); 0: one GPU, without NCCL"},
 };
 #undef CFG
 #define NUM_ARGS ((int)(sizeof(ARGS) / sizeof(ARGS[0])))
@@ -271,6 +276,7 @@ static inline int config_parse(Config *c, int argc, char **argv, int prog, char 
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) return 1;
+        if (strcmp(s, "--gpus") == 0) s = "-g";  // the one long form of a flag with a value
         if (s[0] != '-' || s[1] == '\0' || s[2] != '\0') {
             snprintf(err, errlen, "unexpected argument '%s'; flags look like -b 64", s);
             return 2;

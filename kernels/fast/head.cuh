@@ -7,8 +7,10 @@ logits, the loss and every gradient after each step.
     h (B, IN) the last hidden layer's output, W (C, IN), b (C), labels (B), act of the layer below
     logits  z_b     = W · h_b + b                                            (B, C)
     loss_b          = logsumexp(z_b) - z_b[label_b]                           (B) per row
-    dlogits dz_b    = (softmax(z_b) - onehot(label_b)) / B                   (B, C)
+    dlogits dz_b    = (softmax(z_b) - onehot(label_b)) / norm                (B, C)
     dh      dh_b    = (Wᵀ · dz_b) ⊙ act'(h_b)                                 (B, IN)
+norm is the batch the loss is the mean over: B on one GPU; under train_mlp_fast -g the global batch,
+of which these B rows are one GPU's share (the all-reduce of the gradients then sums the shares).
 
 Without it those are three kernels in a row on the step's critical path (the last layer's
 forward matmul, the softmax, the last layer's dinp matmul), each with its launch gap, for very
@@ -49,7 +51,7 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 template <int MAXC>
 __global__ void __launch_bounds__(HEAD_THREADS)
     head_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
-                const float *bias, const int *labels, int B, int IN, int C, int act, int vec) {
+                const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm) {
     __shared__ float part[HEAD_THREADS / 32][HEAD_ROWS][MAXC];   // each warp's partial logits
     __shared__ float z[HEAD_ROWS][MAXC], dz[HEAD_ROWS][MAXC];    // the rows' logits and their gradients
     pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(HEAD_THREADS)
     __syncthreads();
 
     // 2. the loss and dlogits of each row, by the function every softmax path shares (softmax_xent.cuh)
-    if (tid < rows) losses[b0 + tid] = softmax_xent_row(dz[tid], z[tid], labels[b0 + tid], C, B);
+    if (tid < rows) losses[b0 + tid] = softmax_xent_row(dz[tid], z[tid], labels[b0 + tid], C, norm);
     __syncthreads();
     if (tid < HEAD_ROWS * MAXC) {
         const int r = tid / MAXC, c = tid % MAXC;
@@ -158,9 +160,10 @@ static inline bool head_fits(int C) { return C >= 1 && C <= HEAD_MAX_C; }
 
 // logits, dlogits (B, C), losses (B); dh (B, IN) or NULL; see the top of the file. Launched with
 // PDL: enqueue it right after the kernel that writes h (or with nothing recorded in between).
+// norm: the batch of the mean (0: B).
 static inline void head_forward_backward(float *logits, float *dlogits, float *dh, float *losses, const float *h,
                                          const float *W, const float *bias, const int *labels, int B, int IN, int C,
-                                         int act, cudaStream_t stream) {
+                                         int act, cudaStream_t stream, int norm = 0) {
     if (!head_fits(C)) {
         fprintf(stderr, "head_forward_backward: %d classes, more than the %d it takes\n", C, HEAD_MAX_C);
         exit(EXIT_FAILURE);
@@ -169,12 +172,13 @@ static inline void head_forward_backward(float *logits, float *dlogits, float *d
     const int vec = IN % 4 == 0 && ((uintptr_t)h & 15) == 0 && ((uintptr_t)W & 15) == 0 &&
                     (dh == NULL || ((uintptr_t)dh & 15) == 0);
     const dim3 grid(CEIL_DIV(B, HEAD_ROWS)), block(HEAD_THREADS);
+    if (norm <= 0) norm = B;
     if (C <= 16)
         launch_pdl(head_kernel<16>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec);
+                   act, vec, norm);
     else
         launch_pdl(head_kernel<32>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec);
+                   act, vec, norm);
     cudaCheck(cudaGetLastError());
 }
 
@@ -186,24 +190,25 @@ static inline void head_forward_backward(float *logits, float *dlogits, float *d
 // small model's step.
 __global__ void __launch_bounds__(LOSS_THREADS)
     head_batch_sums_kernel(float *dbias, const float *dlogits, int B, int C, float *param, float *mbuf, float lr,
-                           float mu, float wd, float *step_losses, int *step, const float *losses) {
+                           float mu, float wd, float *step_losses, int *step, const float *losses, int norm) {
     __shared__ double shared[LOSS_THREADS];
     dbias_tile(dbias, dlogits, B, C, 0, threadIdx.x % DBIAS_TILE, threadIdx.x / DBIAS_TILE, param, mbuf, lr, mu, wd);
     double total = block_sum_fixed_order(losses, B, shared);
     if (threadIdx.x == 0) {
-        step_losses[*step] = (float)(total / B);
+        step_losses[*step] = (float)(total / norm);
         *step += 1;
     }
 }
 
 // after head_forward_backward: db (C) of the last layer and its SGD step on param, mbuf (C); the
-// step's mean loss into step_losses[*step], and the step counter moves on
+// step's mean loss into step_losses[*step] (Σ losses / norm; norm 0: B), and the step counter moves
+// on. param NULL: the gradient alone, no SGD step (train_mlp_fast -g steps after the all-reduce).
 static inline void head_batch_sums(float *dbias, const float *dlogits, int B, int C, float *param, float *mbuf,
                                    float lr, float mu, float wd, float *step_losses, int *step, const float *losses,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, int norm = 0) {
     static_assert(DBIAS_TILE * DBIAS_TILE == LOSS_THREADS && HEAD_MAX_C <= DBIAS_TILE, "one block does both sums");
     head_batch_sums_kernel<<<1, LOSS_THREADS, 0, stream>>>(dbias, dlogits, B, C, param, mbuf, lr, mu, wd, step_losses,
-                                                           step, losses);
+                                                           step, losses, norm > 0 ? norm : B);
     cudaCheck(cudaGetLastError());
 }
 

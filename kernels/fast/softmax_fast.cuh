@@ -21,26 +21,28 @@ Simple twins: kernels/softmax_xent.cuh; CPU twin: softmax_xent_forward_backward_
 // warp one after another: several times slower, dev/NOTES.md.)
 __global__ void __launch_bounds__(LOSS_THREADS)
     softmax_xent_fused_kernel(float *dlogits, float *losses, float *step_losses, int *step, const float *logits,
-                              const int *labels, int B, int C) {
+                              const int *labels, int B, int C, int norm) {
     __shared__ double shared[LOSS_THREADS];
     pdl_wait();  // launched with PDL: the logits are the previous kernel's output (pdl.cuh)
     for (int b = threadIdx.x; b < B; b += blockDim.x)
-        losses[b] = softmax_xent_row(dlogits + (size_t)b * C, logits + (size_t)b * C, labels[b], C, B);
+        losses[b] = softmax_xent_row(dlogits + (size_t)b * C, logits + (size_t)b * C, labels[b], C, norm);
     __syncthreads();  // every row's loss is written before the block sums them
     double total = block_sum_fixed_order(losses, B, shared);
     if (threadIdx.x == 0) {
-        step_losses[*step] = (float)(total / B);
+        step_losses[*step] = (float)(total / norm);
         *step += 1;
     }
 }
 
 // losses (B) and dlogits (B, C) from the logits (B, C), the mean loss into step_losses[*step], and
 // ++*step. Launched with PDL: it always follows the last layer's forward kernel in the same stream.
+// norm: the batch the mean is over (0: B); under train_mlp_fast -g the global batch, of which these B
+// rows are one GPU's share: dlogits = (softmax - onehot) / norm, step_losses[*step] = Σ losses / norm.
 static inline void softmax_xent_forward_backward_fast(float *dlogits, float *losses, float *step_losses, int *step,
                                                       const float *logits, const int *labels, int B, int C,
-                                                      cudaStream_t stream) {
+                                                      cudaStream_t stream, int norm = 0) {
     launch_pdl(softmax_xent_fused_kernel, dim3(1), dim3(LOSS_THREADS), 0, stream, dlogits, losses, step_losses, step,
-               logits, labels, B, C);
+               logits, labels, B, C, norm > 0 ? norm : B);
     cudaCheck(cudaGetLastError());
 }
 
