@@ -2,7 +2,8 @@
 # Trainer A/B: the epoch time of two builds of the fast trainer, run alternately on the same GPU, so that
 # the machine's drift hits both alike. Prints one line per repetition and build: the median epoch
 # (epochs 2-5 of a 5-epoch run: the first one captures the CUDA graphs) of the wide model in TF32
-# and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one (784,128,10 sigmoid, batch 64).
+# and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one (784,128,10 sigmoid, batch 64);
+# with MODEL=big, of the big model in TF32 and in FP32 instead (784,4096,4096,10 relu, batch 1024, lr 0.05).
 #   bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY (default ./train_mlp_fast)] [REPS (default 3)]
 # e.g. build the old code in another checkout:  git worktree add /tmp/old main && make -C /tmp/old train_fast
 #   bash dev/ab_trainer.sh /tmp/old/train_mlp_fast
@@ -14,6 +15,7 @@ if [ $# -lt 1 ] || [ ! -x "$1" ]; then
     echo "usage: bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY] [REPS]  (OLD_BINARY must be an executable fast trainer)" >&2
     exit 2
 fi
+[ -z "${MODEL:-}" ] || [ "$MODEL" = big ] || { echo "error: MODEL=$MODEL: only MODEL=big, or none (the wide and small models)" >&2; exit 2; }
 OLD=$1
 NEW=${2:-./train_mlp_fast}
 REPS=${3:-3}
@@ -36,7 +38,12 @@ for rep in $(seq 1 "$REPS"); do
     for v in new old; do
         b=$NEW
         [ $v = old ] && b=$OLD
-        echo "rep $rep $v | wide tf32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256 -x 1) ms" \
-             "| wide fp32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256) ms | small $(epoch_ms "$b" -b 64) ms"
+        if [ "${MODEL:-}" = big ]; then
+            echo "rep $rep $v | big tf32 $(epoch_ms "$b" -m 784,4096,4096,10 -a relu -b 1024 -l 0.05 -x 1) ms" \
+                 "| big fp32 $(epoch_ms "$b" -m 784,4096,4096,10 -a relu -b 1024 -l 0.05) ms"
+        else
+            echo "rep $rep $v | wide tf32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256 -x 1) ms" \
+                 "| wide fp32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256) ms | small $(epoch_ms "$b" -b 64) ms"
+        fi
     done
 done

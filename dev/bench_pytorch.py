@@ -7,6 +7,7 @@ train_mlp on Fashion-MNIST (or MNIST) on one GPU and times every epoch.
     python3 dev/bench_pytorch.py --config small --modes eager --epochs 3 --json /tmp/p.json
     python3 dev/bench_pytorch.py --data .data/fashion-mnist --json dev/out/bench_pytorch.json
     python3 dev/bench_pytorch.py --init torch                     # PyTorch's own init and shuffling
+    python3 dev/bench_pytorch.py --config big --modes eager --steps 50   # 50 steps an epoch (like train_mlp -t)
 
 Configs (same settings as the C runs in dev/bench.py):
     small: 784,128,10 sigmoid, batch 64, SGD lr 0.1 momentum 0.9 weight decay 0
@@ -20,7 +21,8 @@ Modes:
 
 The data path is the same as the C trainer's: the whole training set on the GPU as float32
 pixel/255 (no other normalisation), each epoch a fresh permutation, batches by index,
-ceil(N/B) steps with a smaller last batch (nothing dropped).
+ceil(N/B) steps with a smaller last batch (nothing dropped); with --steps S, the first S
+batches of each epoch's permutation (S*B rows when that is less than N), as train_mlp -t S does.
 Where the weights and the order come from (--init):
     mlpcu (default)  mlp.cu's own, for the same --seed as train_mlp -s: the initial weights
                      and biases of train_mlp (Philox, common/rng.h) and its epoch permutations
@@ -37,7 +39,8 @@ is wall clock around the epoch with torch.cuda.synchronize() on both sides (the 
 steps only; the test set is evaluated after the last epoch).
 The first --warmup epochs (default 1: compilation, CUDA-graph capture, cuBLAS heuristics)
 are not counted; the reported time is the median of the rest.
-FLOPs per epoch: 6 * sum_l(in_l * out_l) * N_train (2 forward, 4 backward: dinp and dweight).
+FLOPs per epoch: 6 * sum_l(in_l * out_l) * N_train (2 forward, 4 backward: dinp and dweight),
+where N_train is the rows an epoch trains on (fewer with --steps).
 
 By default every (config, mode) runs in its own child process, so a mode that crashes
 (or poisons the CUDA context) cannot take the others with it; a failed mode is reported
@@ -49,6 +52,7 @@ JSON (--json FILE): a list of records, one per (config, mode):
     init ("mlpcu" or "torch"), seed,
     epoch_s_median, epoch_s_all (every epoch, warm-up ones first), warmup_epochs,
     samples_per_s, tflops, test_acc (fraction in [0,1]), test_loss, train_loss (last batch),
+    steps_per_epoch, samples_per_epoch (ceil(N/B) and N, or less with --steps),
     peak_mem_mb (torch.cuda.max_memory_allocated, reset per mode, includes the dataset),
     data_mem_mb (memory allocated before the mode started: the dataset on the GPU),
     sizes, act, batch, lr, momentum, weight_decay, epochs, n_train, n_test, torch, dataset
@@ -222,8 +226,10 @@ def evaluate(torch, model, X, Y, bs=10000):
 # one (config, mode)
 
 
-def run_one(torch, data, cfg_name, mode, args, device):
-    cfg = CONFIGS[cfg_name]
+def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
+    """One (config, mode): cfg_name's entry of CONFIGS, or cfg (a dict with CONFIGS' keys) for a model
+    of the caller's own (dev/scaling.py). args: epochs, warmup, seed, init, compile_optimizer, steps."""
+    cfg = CONFIGS[cfg_name] if cfg is None else cfg
     compile_mode, tf32, autocast = MODES[mode]
     F = torch.nn.functional
     sizes, B = cfg["sizes"], cfg["batch"]
@@ -275,6 +281,9 @@ def run_one(torch, data, cfg_name, mode, args, device):
                 mark_step = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
 
         X, Y, N = data.Xtr, data.Ytr, data.n_train
+        max_steps = getattr(args, "steps", 0)
+        n_epoch = min(N, max_steps * B) if max_steps else N  # rows each epoch trains on
+        rec["steps_per_epoch"], rec["samples_per_epoch"] = -(-n_epoch // B), n_epoch
         if args.init == "mlpcu":  # every epoch's order now, on the host, before any timing
             host_perms = mlpcu_epoch_orders(args.seed, N, args.epochs)
         else:
@@ -288,7 +297,7 @@ def run_one(torch, data, cfg_name, mode, args, device):
             t0 = time.perf_counter()
             if args.init == "torch":
                 perm = torch.randperm(N, device=device, generator=gen)
-            for i in range(0, N, B):
+            for i in range(0, n_epoch, B):
                 idx = perm[i:i + B]
                 if mark_step is not None:
                     mark_step()
@@ -305,8 +314,8 @@ def run_one(torch, data, cfg_name, mode, args, device):
         timed = rec["epoch_s_all"][args.warmup:] or rec["epoch_s_all"]
         med = statistics.median(timed)
         rec["epoch_s_median"] = med
-        rec["samples_per_s"] = N / med
-        rec["tflops"] = flops_per_epoch(sizes, N) / med / 1e12
+        rec["samples_per_s"] = n_epoch / med
+        rec["tflops"] = flops_per_epoch(sizes, n_epoch) / med / 1e12
         model.eval()
         rec["test_acc"], rec["test_loss"] = evaluate(torch, model, data.Xte, data.Yte)
         if device.type == "cuda":
@@ -362,7 +371,7 @@ def run_isolated(cfg_name, mode, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--no-isolate", "--config", cfg_name,
            "--modes", mode, "--epochs", str(args.epochs), "--warmup", str(args.warmup),
            "--seed", str(args.seed), "--init", args.init, "--data", args.data, "--device", args.device,
-           "--limit", str(args.limit), "--json", tmp, "--quiet"]
+           "--limit", str(args.limit), "--steps", str(args.steps), "--json", tmp, "--quiet"]
     if not args.compile_optimizer:
         cmd.append("--no-compile-optimizer")
     rc = None
@@ -389,7 +398,8 @@ def parse_args():
                     help="directory with the IDX files (train-images-idx3-ubyte.gz, ...); default: first "
                          "of %s that exists" % ", ".join(DATA_DIRS))
     ap.add_argument("--config", default="small,wide",
-                    help="comma-separated configs: small, wide (default both)")
+                    help="comma-separated configs: small, wide, big (default small,wide; dev/bench.py asks "
+                         "for all three)")
     ap.add_argument("--modes", default=DEFAULT_MODES,
                     help="comma-separated modes from %s (default %s)" % (", ".join(MODES), DEFAULT_MODES))
     ap.add_argument("--epochs", type=int, default=5, help="epochs per mode, warm-up included (default 5)")
@@ -401,6 +411,8 @@ def parse_args():
                          "(default mlpcu)")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu only for a smoke test)")
     ap.add_argument("--limit", type=int, default=0, help="train on the first N images only (0: all; smoke tests)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="stop each epoch after this many steps, like train_mlp -t (0: the whole epoch; default 0)")
     ap.add_argument("--json", default=None, help="write the records to this JSON file")
     ap.add_argument("--no-compile-optimizer", dest="compile_optimizer", action="store_false",
                     help="in compile modes, leave optimizer.step() eager (default: compiled too)")
@@ -425,6 +437,8 @@ def main():
             sys.exit("unknown mode %r, expected one of %s" % (m, ", ".join(MODES)))
     if args.init == "mlpcu" and not 0 <= args.seed < 2**64:
         sys.exit("--seed %d: mlp.cu's seeds are 0 .. 2^64-1 (--init mlpcu)" % args.seed)
+    if args.steps < 0:
+        sys.exit("--steps %d: expected 0 (whole epochs) or a positive number of steps" % args.steps)
     if args.epochs <= args.warmup:
         print("note: --epochs %d <= --warmup %d: the median uses every epoch" % (args.epochs, args.warmup))
 

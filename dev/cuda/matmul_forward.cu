@@ -911,7 +911,15 @@ static int is_wide_problem(int i) { return i < NPROB_TRAINER && i / 12 == 1 && (
 
 // The trainers' 24 shapes (or the 6 wide ones), every configuration and K split of the fast versions.
 // max_tf32: the launcher tf32 arguments swept, 0 .. max_tf32 (0: version 9 only; MF_TF32_EXACT: 9, 10, 11)
-static int sweep(const char* csv_file, int wide_only, int max_tf32) {
+// which shapes a sweep times: 0 the trainers' 24, SWEEP_WIDE the batch-256 wide ones, SWEEP_BIG the big
+// model's 6 (batch 1024, 784 -> 4096 -> 4096); the last two with cuBLAS timed beside each shape
+enum { SWEEP_ALL = 0, SWEEP_WIDE = 1, SWEEP_BIG = 2 };
+static int sweep_selects(int i, int which) {
+    return which == SWEEP_WIDE ? is_wide_problem(i) : which == SWEEP_BIG ? i >= NPROB_TRAINER : i < NPROB_TRAINER;
+}
+
+static int sweep(const char* csv_file, int which, int max_tf32) {
+    const int wide_only = which != SWEEP_ALL;   // (a chosen set: cuBLAS beside it, and the tuned table)
     printf("\nsweep: every tile configuration (c) and K split (s) of version%s (ms per call, median; pick = the"
            " heuristic's, %% of the best)\n", max_tf32 ? "s 9, 10 and 11" : " 9");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
@@ -943,8 +951,8 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
     fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
     int tuned[NPROB][3][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, for the tuned table
     memset(tuned, 0, sizeof(tuned));
-    for (int i = 0; i < NPROB_TRAINER; i++) {
-        if (wide_only && !is_wide_problem(i)) continue;
+    for (int i = 0; i < NPROB; i++) {
+        if (!sweep_selects(i, which)) continue;
         Problem p = bench_problem(i);
         Bufs b; bufs_init(&b, p, 1);
         float cms[3] = {0.0f, 0.0f, 0.0f};   // the cuBLAS yardstick of each tf32 argument, wide only
@@ -1004,8 +1012,8 @@ static int sweep(const char* csv_file, int wide_only, int max_tf32) {
     if (max_tf32) printf("\ntuned table from this sweep, TF32 (kernels/fast/planner.cuh mf_tuned: product, M, N, K, tf32, "
            "cfg, splits; the FP32 picks are left to the cost model, see there):\n");
     for (int tf32 = MF_TF32_EXACT; tf32 >= MF_TF32_ROUND; tf32--)
-        for (int i = 0; i < NPROB_TRAINER; i++) {
-            if (!is_wide_problem(i) || !tuned[i][tf32][1]) continue;
+        for (int i = 0; i < NPROB; i++) {
+            if (!sweep_selects(i, which == SWEEP_ALL ? SWEEP_WIDE : which) || !tuned[i][tf32][1]) continue;
             Problem p = bench_problem(i);
             static const char* const prods[3] = {"MF_FWD", "MF_DINP", "MF_DWEIGHT"};
             printf("    {%s, %d, %d, %d, %s, %d, %d},\n", prods[p.prod], p.M, p.N, p.K,
@@ -1056,13 +1064,14 @@ int main(int argc, char** argv) {
                                                                    : "through scratch (dweight only; no clusters here)");
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         char sbuf[256];
-        const int wide_only = argc > 3 && strcmp(argv[3], "wide") == 0;
+        const int which = argc > 3 && strcmp(argv[3], "wide") == 0 ? SWEEP_WIDE
+                        : argc > 3 && strcmp(argv[3], "big") == 0  ? SWEEP_BIG : SWEEP_ALL;
         const int fp32_only = argc > 4 && strcmp(argv[4], "fp32") == 0;   // version 9 only (an FP32 A/B in less time)
-        if (argc > 5 || (argc > 4 && (!wide_only || !fp32_only))) {
-            fprintf(stderr, "usage: %s sweep [CSV] [wide [fp32]]\n", argv[0]);
+        if (argc > 5 || (argc > 3 && which == SWEEP_ALL) || (argc > 4 && !fp32_only)) {
+            fprintf(stderr, "usage: %s sweep [CSV] [wide|big [fp32]]\n", argv[0]);
             return EXIT_FAILURE;
         }
-        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), wide_only,
+        int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), which,
                            fp32_only ? 0 : MF_TF32_EXACT);
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
     }

@@ -36,27 +36,34 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 #define MF_BUILT_EVERYWHERE 0x1FF
 
 // X(ID, BM, BN, BK, TM, TN, ST, EFF, FILL, OCC, BUILT)
+// (8: the tuned table's pick for the big model's forward and dinp products, batch 1024)
 #define MF_FP32_CONFIGS(X)                                        \
     X(0, 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, MF_BUILT_FP32)   \
     X(1, 64, 64, 16, 4, 4, 4, 0.61f, 19.0f, 3, MF_BUILT_FP32)    \
     X(2, 32, 64, 32, 4, 4, 3, 0.52f, 30.0f, 3, MF_BUILT_FP32)    \
     X(3, 32, 32, 32, 4, 4, 4, 0.50f, 1.5f, 4, MF_BUILT_FP32)     \
-    X(4, 32, 64, 16, 4, 4, 4, 3.00f, 13.0f, 4, MF_BUILT_FP32)
+    X(4, 32, 64, 16, 4, 4, 4, 3.00f, 13.0f, 4, MF_BUILT_FP32)    \
+    X(8, 128, 128, 16, 8, 8, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0))
 
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
-// (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256)
+// (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256;
+// 7 and 10: its picks for the big model's dinp and dweight products, batch 1024)
 #define MF_MMA_CONFIGS(X)                                                      \
     X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32)        \
     X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32)        \
     X(2, 32, 32, 32, 16, 16, 4, 0.89f, 1.0f, 1, MF_BUILT_TRAINER_TF32)         \
     X(3, 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, MF_BUILT_TRAINER_TF32)       \
     X(4, 64, 64, 16, 32, 16, 4, 1.40f, 4.0f, 1, MF_BUILT_TRAINER_TF32)         \
-    X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))
+    X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))  \
+    X(7, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND)) \
+    X(10, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND))
 
 // X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
-// (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256)
-#define MF_WGMMA_CONFIGS(X) \
-    X(11, 1, 1, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT))
+// (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256;
+// 13: the big model's, batch 1024)
+#define MF_WGMMA_CONFIGS(X)                                         \
+    X(11, 1, 1, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT)) \
+    X(13, 1, 2, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT))
 
 // dev/cuda's hooks: more rows (with IDs of their own), and every row built everywhere
 #ifndef MF_EXTRA_FP32_CONFIGS

@@ -120,13 +120,14 @@ static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
 // the tuned table
 
 // Measured picks for the shapes that dominate the wide model's step (784 -> 1024 -> 1024 at batch
-// 256), where the cost model's pick ran well below the fastest configuration measured: the fastest
-// one, from dev/cuda's `matmul_forward sweep CSV wide` on an H200 (the sweep prints this table from
+// 256) and the big model's (784 -> 4096 -> 4096 at batch 1024), where the cost model's pick ran well
+// below the fastest configuration measured: the fastest one, from dev/cuda's `matmul_forward sweep
+// CSV wide` on an H200 and `... big` on an H100, both of 132 SMs (the sweep prints this table from
 // its own timings). Used only on a GPU with the same number of SMs, and where the configuration is
 // built; anywhere else, and for every other shape, the cost model decides.
-// TF32 only: the FP32 picks of the same sweep, each fastest alone, made the FP32 step slower: inside
-// the step, the backward kernels of two streams run side by side, and the cost model's smaller picks
-// share the SMs better (dev/NOTES.md).
+// The wide model's TF32 only: the FP32 picks of the same sweep, each fastest alone, made the FP32 step
+// slower: inside the step, the backward kernels of two streams run side by side, and the cost
+// model's smaller picks share the SMs better (dev/NOTES.md).
 // The trainer passes MF_TF32_EXACT for its forward products only (-x 1); the other MF_TF32_EXACT
 // rows are dev/cuda's version 11 picks (dev/cuda/matmul_forward.cu), the forward MF_TF32_ROUND rows version 10's.
 typedef struct { MfProduct prod; int M, N, K, tf32, cfg, splits; } MatmulFastTuned;
@@ -144,6 +145,25 @@ static const MatmulFastTuned mf_tuned[] = {
     {MF_DINP, 256, 1024, 1024, MF_TF32_ROUND, 0, 8},
     {MF_DWEIGHT, 1024, 784, 256, MF_TF32_ROUND, 4, 1},
     {MF_DWEIGHT, 1024, 1024, 256, MF_TF32_ROUND, 4, 1},
+    // the big model (784 -> 4096 -> 4096 at batch 1024), from `matmul_forward sweep CSV big` on an H100
+    {MF_FWD, 1024, 4096, 784, MF_TF32_EXACT, 13, 1},
+    {MF_DINP, 1024, 784, 4096, MF_TF32_EXACT, 7, 4},
+    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_EXACT, 3, 1},
+    {MF_FWD, 1024, 4096, 4096, MF_TF32_EXACT, 13, 1},
+    {MF_DINP, 1024, 4096, 4096, MF_TF32_EXACT, 7, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_EXACT, 10, 1},
+    {MF_FWD, 1024, 4096, 784, MF_TF32_ROUND, 7, 1},
+    {MF_DINP, 1024, 784, 4096, MF_TF32_ROUND, 7, 4},
+    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_ROUND, 10, 1},
+    {MF_FWD, 1024, 4096, 4096, MF_TF32_ROUND, 7, 1},
+    {MF_DINP, 1024, 4096, 4096, MF_TF32_ROUND, 7, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_ROUND, 10, 1},
+    // and FP32 there: every product fills the GPU alone, so the fastest alone is the pick (the wide
+    // model's FP32 picks are the cost model's, above); dweight 784 -> 4096's cost-model pick was level
+    {MF_FWD, 1024, 4096, 784, 0, 8, 1},
+    {MF_FWD, 1024, 4096, 4096, 0, 8, 1},
+    {MF_DINP, 1024, 4096, 4096, 0, 8, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, 0, 0, 1},
 };
 
 // the tuned table's entry for this product, if it has one, this GPU is the one it was measured on,
