@@ -447,8 +447,9 @@ def markdown(records, targets, meta):
     fp32_peak, tf32_peak = peaks_for(meta["gpu"])
     start = pytorch_start_text(records, meta["seed"])
     out.append("%s, %s training images, %d epochs per run (the first %d a warm-up; median of the rest), "
-               "the whole dataset on the GPU, SGD lr 0.1 momentum 0.9. small = 784,128,10 sigmoid, batch 64; "
-               "wide = 784,1024,1024,10 relu, batch 256. PyTorch %s. TFLOP/s counts 6·Σ(in·out) FLOPs per "
+               "the whole dataset on the GPU, SGD momentum 0.9. small = 784,128,10 sigmoid, batch 64, lr 0.1; "
+               "wide = 784,1024,1024,10 relu, batch 256, lr 0.1; big = 784,4096,4096,10 relu, batch 1024, "
+               "lr 0.05. PyTorch %s. TFLOP/s counts 6·Σ(in·out) FLOPs per "
                "sample; %% of peak is against %s. Speed-ups are PyTorch's epoch time over ours.%s"
                % (meta["dataset"], meta["n_train"] if meta["n_train"] else "?", meta["epochs"], meta["warmup"],
                   meta["torch"] or "(not run)",
