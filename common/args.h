@@ -336,6 +336,9 @@ static inline void config_usage(FILE *f, const char *argv0, int prog) {
     fprintf(f, "A run stops with exit 1 when it diverges: when the mean loss over a log interval (-v steps) is not\n"
                "finite, or above 3 ln(classes), three times a uniform guess's. Ctrl-C stops it after the step in\n"
                "progress (with -c: a checkpoint first), exit 130. Bad flags: exit 2.\n");
+    if (prog == PROG_CPU)
+        fprintf(f, "\nThreads: OpenMP's (OMP_NUM_THREADS), spinning only briefly while they wait. On a machine that\n"
+                   "other programs keep busy, OMP_WAIT_POLICY=passive or OMP_NUM_THREADS=1 slow it down least.\n");
 }
 
 // What a trainer's main does with its command line: the defaults, then the flags; -h prints
