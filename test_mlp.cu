@@ -4,7 +4,7 @@ against PyTorch. This is the promise of mlp.cu: a reader can see that every kern
 what its CPU twin computes.
 
 For each case (a model, an activation, a batch size, a trainer: the readable train_mlp.cu, or
-train_mlp_fast.cu in FP32 or TF32), the GPU and the CPU models start from the same weights
+train_mlp_fast.cu in FP32, TF32 or BF16), the GPU and the CPU models start from the same weights
 (drawn on each side; checked bit for bit), see the same batches (the GPU gathers them from a
 uint8 dataset on the device through a permutation, the CPU from the same bytes through the
 same permutation; the first is checked bit for bit) and take STEPS SGD steps each,
@@ -15,9 +15,11 @@ bias after the update). Each tensor gets one line: its worst difference over the
 its tolerance, OK or NOT OK; a case that fails says at which step and in which tensor the two
 first parted.
 
-TF32 (-x 1) is held twice: to the FP32 CPU within TF32's own error, and product by product to a
-CPU emulation of the TF32 arithmetic (operands rounded to nearest, FP32 sums) from the GPU's own
-inputs, within a tenth of TF32's measured error (see "TF32: each product against its emulation").
+TF32 (-x 1) and BF16 (-x 2) are held twice: to the FP32 CPU within their own error, and product
+by product to a CPU emulation of their arithmetic (operands rounded to nearest, FP32 sums) from the
+GPU's own inputs, within a tenth of their measured error (see "TF32 and BF16: each product against
+its emulation"). And every tile configuration of the fast matmuls, in every precision it is built
+for (the FP32 ones run as 3xTF32 on the tensor cores too), against the CPU's product.
 
 Then: both trainers' evaluation against the CPU's (the same number of right answers on the
 test set, and on synthetic data with a short last batch, more rows than one block sums, and
@@ -80,14 +82,35 @@ static int fail_fast = 0;  // -X: stop after the first case with a failed check
 //                                first steps of a small model at lr 0.1-0.5), and the gradient it
 //                                applies carries TF32's error, a few 1e-3 of its norm
 // These bounds only catch gross errors; the TF32 arithmetic itself is held far tighter below, each
-// product against an emulation of what the tensor cores are meant to compute (tf32_check_step).
+// product against an emulation of what the tensor cores are meant to compute (emu_check_step).
+// BF16 (-x 2): the same scheme. BF16 keeps 8 significant bits (relative 2^-9 ~ 2e-3 per operand),
+// 4x TF32's error, so the bounds are 4x TF32's: forward values and loss 2e-2 (measured on an H100:
+// up to 3.5e-3), gradients 2e-1 (measured: up to 6.6e-2, with the flipped relu rows); and weights
+// 1e-2: the update moves a tensor by up to ~5% of its norm, and the gradient it applies carries
+// BF16's error, up to 7e-2 of its norm (measured: 2.1e-3, a first layer's bias). Again the tight check
+// is the emulation's; here too a real bug is off by ~1, and a wrong update by the update's size.
 // A real bug (a missing 1/B, a bias gradient off by a row, a wrong derivative) moves some entries
 // by their own size: relative error ~1, far past every bound.
 static const Tolerances TOL_FP32 = {{1e-4, 1e-5, 0}, {1e-4, 1e-5, 0}, {1e-3, 1e-4, 0}, {1e-5, 1e-5, 0}};
 static const Tolerances TOL_TF32 = {{0, 0, 5e-3}, {0, 0, 5e-3}, {0, 0, 5e-2}, {0, 0, 5e-4}};
+static const Tolerances TOL_BF16 = {{0, 0, 2e-2}, {0, 0, 2e-2}, {0, 0, 2e-1}, {0, 0, 1e-2}};
+
+static const char *const PREC_SHORT[] = {"", " TF32", " BF16"};
+
+// BF16: a float with its mantissa cut to 7 bits (of 23), rounded to nearest, ties to even: what
+// the fast kernels' cvt.rn.bf16x2.f32 does (kernels/fast/mma_tf32.cuh), in integer arithmetic.
+// Inf and NaN pass as they are.
+static float round_bf16(float x) {
+    unsigned u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+}
 
 // ----------------------------------------------------------------------------
-// TF32: each product against its emulation
+// TF32 and BF16: each product against its emulation
 //
 // What the fast trainer's TF32 path (-x 1) is meant to compute, product by product: the tensor cores
 // multiply operands rounded to the nearest TF32 value (cvt.rna; kernels/fast/tf32.cuh's round_tf32 is
@@ -97,7 +120,7 @@ static const Tolerances TOL_TF32 = {{0, 0, 5e-3}, {0, 0, 5e-3}, {0, 0, 5e-2}, {0
 // CPU's FP32 matmul. The GPU and its emulation then differ only in the order of their FP32 additions
 // (rel norm ~1e-7 to 1e-6, as in the FP32 cases), while TF32's own error -- the emulation against the
 // plain FP32 product of the same inputs, measured beside it at every step -- is ~1e-4. The bound is
-// set from that measurement: a tenth of it (TF32_EMU_SHARE), and never below TF32_EMU_FLOOR (FP32's
+// set from that measurement: a tenth of it (EMU_SHARE), and never below EMU_FLOOR (FP32's
 // summation-order floor). A product that truncates its operands instead of rounding them is off by
 // about TF32's own error or more (a share of 1 to 3: ten times the bound and more); a weight gradient
 // of 1024 rows with 2 of them zeroed by sqrt(2/1024) = 4e-2 (a share of ~100).
@@ -108,50 +131,58 @@ static const Tolerances TOL_TF32 = {{0, 0, 5e-3}, {0, 0, 5e-3}, {0, 0, 5e-2}, {0
 // truncated weights: ~30%).
 // The fused head (C <= 32, kernels/fast/head.cuh) computes the logits and the last hidden layer's
 // gradient in FP32 on those inputs: those two are held to the FP32 floor against the FP32 product.
-#define TF32_EMU_SHARE 0.1
-#define TF32_EMU_FLOOR 2e-6
+// BF16 (-x 2) is emulated the same way with round_bf16 (to nearest even, as cvt.rn.bf16x2.f32), with
+// one difference: every operand is FP32 in memory (the batch, the stored activations, the weights)
+// and rounded inside the kernels, so the emulation rounds them all, and the hidden outputs are
+// stored as FP32 values: they are compared as products (the same share bound), not value by value.
+#define EMU_SHARE 0.1
+#define EMU_FLOOR 2e-6
 #define TF32_NEIGHBOURS 0.02
 
 typedef struct {
     char name[48];
-    double worst_gpu, tf32_at_worst, worst_share;  // rel norms: GPU vs emulation, emulation vs FP32
-    long neighbours, values;                      // stored outputs: TF32 neighbours of the emulation
+    double worst_gpu, own_at_worst, worst_share;  // rel norms: GPU vs emulation, emulation vs FP32
+    long neighbours, values;                     // stored outputs: TF32 neighbours of the emulation
     int stored, fp32, ok, worst_step;
-} Tf32Stat;
+} EmuStat;
 typedef struct {
-    Tf32Stat t[MAX_TENSORS];
+    EmuStat t[MAX_TENSORS];
     int n;
-} Tf32Report;
+    int prec;   // PREC_TF32 or PREC_BF16
+} EmuReport;
 
-static Tf32Stat *tf32_stat(Tf32Report *r, const char *name) {
+static EmuStat *emu_stat(EmuReport *r, const char *name) {
     for (int i = 0; i < r->n; i++)
         if (strcmp(r->t[i].name, name) == 0) return &r->t[i];
-    Tf32Stat *s = &r->t[r->n++];
+    EmuStat *s = &r->t[r->n++];
     memset(s, 0, sizeof(*s));
     snprintf(s->name, sizeof(s->name), "%s", name);
     s->ok = 1;
     return s;
 }
 
-static float *rounded_copy(const float *x, size_t n) {
+// x rounded to the report's precision, as the tensor cores take it
+static float round_prec(const EmuReport *r, float x) { return r->prec == PREC_BF16 ? round_bf16(x) : round_tf32(x); }
+
+static float *rounded_copy(const EmuReport *rep, const float *x, size_t n) {
     float *r = (float *)mallocCheck(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);
+    for (size_t i = 0; i < n; i++) r[i] = round_prec(rep, x[i]);
     return r;
 }
 
 // a product's output against its emulation (emu) and the FP32 product (ref); fp32: the product is
 // FP32 by design (the fused head), held to the floor
-static void tf32_product(Tf32Report *r, const char *name, int step, const float *gpu, const float *emu,
+static void emu_product(EmuReport *r, const char *name, int step, const float *gpu, const float *emu,
                          const float *ref, size_t n, int fp32) {
-    Tf32Stat *s = tf32_stat(r, name);
-    double e_gpu = rel_norm(gpu, emu, n), e_tf32 = rel_norm(emu, ref, n);
-    double bound = fp32 ? TF32_EMU_FLOOR : fmax(TF32_EMU_SHARE * e_tf32, TF32_EMU_FLOOR);
+    EmuStat *s = emu_stat(r, name);
+    double e_gpu = rel_norm(gpu, emu, n), e_own = rel_norm(emu, ref, n);
+    double bound = fp32 ? EMU_FLOOR : fmax(EMU_SHARE * e_own, EMU_FLOOR);
     s->fp32 = fp32;
     if (!(e_gpu <= bound)) s->ok = 0;
-    double share = e_tf32 > 0 ? e_gpu / e_tf32 : e_gpu > 0 ? INFINITY : 0;
+    double share = e_own > 0 ? e_gpu / e_own : e_gpu > 0 ? INFINITY : 0;
     if (!(e_gpu <= s->worst_gpu) || s->values == 0) {
         s->worst_gpu = e_gpu;
-        s->tf32_at_worst = e_tf32;
+        s->own_at_worst = e_own;
         s->worst_share = share;
         s->worst_step = step;
     }
@@ -166,8 +197,8 @@ static int tf32_neighbour(float g, float e) {
 }
 
 // stored hidden outputs: every value the emulation's or its TF32 neighbour, few of them neighbours
-static void tf32_stored(Tf32Report *r, const char *name, int step, const float *gpu, const float *emu, size_t n) {
-    Tf32Stat *s = tf32_stat(r, name);
+static void emu_stored(EmuReport *r, const char *name, int step, const float *gpu, const float *emu, size_t n) {
+    EmuStat *s = emu_stat(r, name);
     s->stored = 1;
     double scale = 0;
     for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(emu[i]));
@@ -182,53 +213,62 @@ static void tf32_stored(Tf32Report *r, const char *name, int step, const float *
     if (s->neighbours > TF32_NEIGHBOURS * s->values) s->ok = 0;
 }
 
-// Every product of one fast-trainer TF32 step, from the GPU's inputs (got: its tensors after the
-// step; w: its weights before the update), against the emulation.
-static void tf32_check_step(Tf32Report *r, int step, const StepTensors *got, const float *w, const int *sizes, int L,
+// Every product of one fast-trainer TF32 or BF16 step (r->prec), from the GPU's inputs (got: its
+// tensors after the step; w: its weights before the update), against the emulation. (The inputs
+// x are rounded too: TF32 values already, which rounding leaves as they are; FP32 under BF16.)
+static void emu_check_step(EmuReport *r, int step, const StepTensors *got, const float *w, const int *sizes, int L,
                             int act, int bs, int head_fused) {
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     param_layout(sizes, L, w_off, b_off);
     char name[64];
-    for (int l = 0; l < L; l++) {  // the forward products: acts[l] (TF32 values) times W_l
+    for (int l = 0; l < L; l++) {  // the forward products: acts[l] times W_l
         int IN = sizes[l], OUT = sizes[l + 1], last = l == L - 1, fp32 = last && head_fused;
         size_t n = (size_t)bs * OUT;
         const float *W = w + w_off[l], *b = w + b_off[l];
-        float *Wr = rounded_copy(W, (size_t)OUT * IN);
+        float *Wr = rounded_copy(r, W, (size_t)OUT * IN), *xr = rounded_copy(r, got->acts[l], (size_t)bs * IN);
         float *emu = (float *)mallocCheck(n * sizeof(float)), *ref = (float *)mallocCheck(n * sizeof(float));
         matmul_forward_cpu(ref, got->acts[l], W, b, bs, IN, OUT);
-        matmul_forward_cpu(emu, got->acts[l], fp32 ? W : Wr, b, bs, IN, OUT);
+        matmul_forward_cpu(emu, fp32 ? got->acts[l] : xr, fp32 ? W : Wr, b, bs, IN, OUT);
         if (last) {
-            tf32_product(r, fp32 ? "logits (FP32 head)" : "logits", step, got->acts[L], emu, ref, n, fp32);
-        } else {
+            emu_product(r, fp32 ? "logits (FP32 head)" : "logits", step, got->acts[L], emu, ref, n, fp32);
+        } else if (r->prec == PREC_TF32) {
             activation_forward_cpu(emu, n, act);
             for (size_t i = 0; i < n; i++) emu[i] = round_tf32(emu[i]);
             snprintf(name, sizeof(name), "act%d (stored)", l + 1);
-            tf32_stored(r, name, step, got->acts[l + 1], emu, n);
+            emu_stored(r, name, step, got->acts[l + 1], emu, n);
+        } else {
+            activation_forward_cpu(emu, n, act);
+            activation_forward_cpu(ref, n, act);
+            snprintf(name, sizeof(name), "act%d", l + 1);
+            emu_product(r, name, step, got->acts[l + 1], emu, ref, n, 0);
         }
         free(Wr);
+        free(xr);
         free(emu);
         free(ref);
     }
     for (int l = L - 1; l >= 0; l--) {  // the backward products: dW_l = dout^T acts[l], dinp = dout W_l
         int IN = sizes[l], OUT = sizes[l + 1], fp32_dinp = l == L - 1 && head_fused;
         const float *W = w + w_off[l], *dout = got->dacts[l + 1], *x = got->acts[l];
-        float *dout_r = rounded_copy(dout, (size_t)bs * OUT), *Wr = rounded_copy(W, (size_t)OUT * IN);
+        float *dout_r = rounded_copy(r, dout, (size_t)bs * OUT), *Wr = rounded_copy(r, W, (size_t)OUT * IN);
+        float *xr = rounded_copy(r, x, (size_t)bs * IN);
         size_t nw = (size_t)OUT * IN, nx = (size_t)bs * IN;
         float *dw_emu = (float *)mallocCheck(nw * sizeof(float)), *dw_ref = (float *)mallocCheck(nw * sizeof(float));
         float *dx_emu = (float *)mallocCheck(nx * sizeof(float)), *dx_ref = (float *)mallocCheck(nx * sizeof(float));
         float *db = (float *)mallocCheck((size_t)OUT * sizeof(float));
         matmul_backward_cpu(l > 0 ? dx_ref : NULL, dw_ref, db, dout, x, W, bs, IN, OUT);
-        matmul_backward_cpu(l > 0 ? dx_emu : NULL, dw_emu, db, dout_r, x, Wr, bs, IN, OUT);
+        matmul_backward_cpu(l > 0 ? dx_emu : NULL, dw_emu, db, dout_r, xr, Wr, bs, IN, OUT);
         snprintf(name, sizeof(name), "dW%d", l);
-        tf32_product(r, name, step, got->grads + w_off[l], dw_emu, dw_ref, nw, 0);
+        emu_product(r, name, step, got->grads + w_off[l], dw_emu, dw_ref, nw, 0);
         if (l > 0) {
             activation_backward_cpu(dx_ref, x, nx, act);
             activation_backward_cpu(dx_emu, x, nx, act);
             snprintf(name, sizeof(name), fp32_dinp ? "dact%d (FP32 head)" : "dact%d", l);
-            tf32_product(r, name, step, got->dacts[l], fp32_dinp ? dx_ref : dx_emu, dx_ref, nx, fp32_dinp);
+            emu_product(r, name, step, got->dacts[l], fp32_dinp ? dx_ref : dx_emu, dx_ref, nx, fp32_dinp);
         }
         free(dout_r);
         free(Wr);
+        free(xr);
         free(dw_emu);
         free(dw_ref);
         free(dx_emu);
@@ -237,20 +277,21 @@ static void tf32_check_step(Tf32Report *r, int step, const StepTensors *got, con
     }
 }
 
-static void tf32_report_print(const Tf32Report *r) {
-    printf("  each TF32 product against its emulation (bound: %.0e of TF32's own error, at least %.0e):\n",
-           TF32_EMU_SHARE, TF32_EMU_FLOOR);
+static void emu_report_print(const EmuReport *r) {
+    const char *pn = r->prec == PREC_BF16 ? "BF16" : "TF32";
+    printf("  each %s product against its emulation (bound: %.0e of %s's own error, at least %.0e):\n", pn,
+           EMU_SHARE, pn, EMU_FLOOR);
     for (int i = 0; i < r->n; i++) {
-        const Tf32Stat *s = &r->t[i];
+        const EmuStat *s = &r->t[i];
         if (s->stored)
             check(s->ok, "%-18s stored as the emulation's TF32 value, or its neighbour for %ld of %ld values "
                   "(<= %.0f%%)", s->name, s->neighbours, s->values, 100 * TF32_NEIGHBOURS);
         else if (s->fp32)
             check(s->ok, "%-18s rel norm %.2e against the FP32 product (<= %.0e; worst step %d)", s->name,
-                  s->worst_gpu, TF32_EMU_FLOOR, s->worst_step);
+                  s->worst_gpu, EMU_FLOOR, s->worst_step);
         else
-            check(s->ok, "%-18s rel norm %.2e against the emulation, TF32's own error %.2e: a share of %.3f (<= %.1f; "
-                  "worst step %d)", s->name, s->worst_gpu, s->tf32_at_worst, s->worst_share, TF32_EMU_SHARE,
+            check(s->ok, "%-18s rel norm %.2e against the emulation, %s's own error %.2e: a share of %.3f (<= %.1f; "
+                  "worst step %d)", s->name, s->worst_gpu, pn, s->own_at_worst, s->worst_share, EMU_SHARE,
                   s->worst_step);
     }
 }
@@ -262,7 +303,7 @@ enum { READABLE = 0, FAST = 1 };
 static const char *const TRAINER_NAMES[] = {"train_mlp.cu (readable)", "train_mlp_fast.cu"};
 
 typedef struct {
-    int trainer, tf32, B, L, sizes[MAX_LAYERS + 1];
+    int trainer, prec, B, L, sizes[MAX_LAYERS + 1];   // prec: PREC_* (common/args.h), the fast trainer's -x
     Model r;           // the readable trainer's model
     fast::Model f;     // the fast trainer's
     int *perm;         // (n) the permutation, on the device (the readable trainer's; the fast one keeps its own)
@@ -283,11 +324,11 @@ typedef struct {
 } Optim;
 static const Optim TEST_OPTIM = {0.1f, 0.9f, 5e-4f};
 
-static void gpu_build(GpuModel *g, int trainer, int tf32, const int *sizes, int L, int act, int B, int n, int steps,
+static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int L, int act, int B, int n, int steps,
                       uint64_t seed, Optim o) {
     memset(g, 0, sizeof(*g));
     g->trainer = trainer;
-    g->tf32 = tf32;
+    g->prec = prec;
     g->B = B;
     g->L = L;
     memcpy(g->sizes, sizes, sizeof(int) * (size_t)(L + 1));
@@ -296,7 +337,7 @@ static void gpu_build(GpuModel *g, int trainer, int tf32, const int *sizes, int 
     g->cfg.lr = o.lr;
     g->cfg.momentum = o.momentum;
     g->cfg.weight_decay = o.weight_decay;
-    g->cfg.tf32 = tf32;
+    g->cfg.precision = prec;
     cudaCheck(cudaStreamCreate(&g->stream));
     if (trainer == READABLE) {
         model_build(&g->r, sizes, L, act, B);
@@ -304,7 +345,7 @@ static void gpu_build(GpuModel *g, int trainer, int tf32, const int *sizes, int 
         g->perm = (int *)cudaMallocCheck(sizeof(int) * (size_t)n, "the permutation");
         g->loss_dev = (float *)cudaMallocCheck(sizeof(float), "the loss");
     } else {
-        fast::model_build(&g->f, sizes, L, act, B, B, tf32, n, steps);
+        fast::model_build(&g->f, sizes, L, act, B, B, prec, n, steps);
         fast::model_init_params(&g->f, seed, g->stream);
     }
     size_t np = trainer == READABLE ? g->r.num_params : g->f.num_params;
@@ -446,13 +487,13 @@ static int relu_ties(const StepTensors *got, const StepTensors *want, const int 
 // `steps` steps of one GPU trainer and the CPU from the same seed, side by side, on rows
 // perm[t*B ...] of the data (the last step last_bs rows); every tensor compared after every step.
 // Returns 1 when every tensor stayed within its tolerance.
-static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act, int B, int steps, int last_bs,
+static int gpu_vs_cpu_on(int trainer, int prec, const int *sizes, int L, int act, int B, int steps, int last_bs,
                          const HostData *h, const int *perm, uint64_t seed, Optim o) {
     int D = sizes[0];
     DeviceData d;
     device_data_upload(&d, h->images, h->labels, h->n, h->D);
     GpuModel g;
-    gpu_build(&g, trainer, tf32, sizes, L, act, B, h->n, steps, seed, o);
+    gpu_build(&g, trainer, prec, sizes, L, act, B, h->n, steps, seed, o);
     ModelCPU c;
     model_build_cpu(&c, sizes, L, act, B);
     model_init_params_cpu(&c, seed);
@@ -464,23 +505,25 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
     free(init);
     gpu_set_perm(&g, perm, h->n);
 
-    const Tolerances *tol = tf32 ? &TOL_TF32 : &TOL_FP32;
+    const int lowp = prec != PREC_FP32, tf32 = prec == PREC_TF32;   // tensor cores; TF32's stored values
+    const Tolerances *tol = prec == PREC_TF32 ? &TOL_TF32 : prec == PREC_BF16 ? &TOL_BF16 : &TOL_FP32;
     Report rep;
     report_init(&rep, verbose);
-    static Tf32Report trep;
+    static EmuReport trep;
     memset(&trep, 0, sizeof(trep));
-    float *w_before = tf32 ? (float *)mallocCheck(c.num_params * sizeof(float)) : NULL;
+    trep.prec = prec;
+    float *w_before = lowp ? (float *)mallocCheck(c.num_params * sizeof(float)) : NULL;
     int resync = 0;
     for (int t = 0; t < steps; t++) {
         int bs = t == steps - 1 ? last_bs : B;
-        if ((tf32 || resync) && t > 0) {  // one step at a time from the GPU's state (see the tolerances)
+        if ((lowp || resync) && t > 0) {  // one step at a time from the GPU's state (see the tolerances)
             download(c.params, gpu_params_dev(&g), c.num_params);
             download(c.mbuf, gpu_mbuf_dev(&g), c.num_params);
         }
-        if (tf32) memcpy(w_before, c.params, c.num_params * sizeof(float));  // (= the GPU's: just synced)
+        if (lowp) memcpy(w_before, c.params, c.num_params * sizeof(float));  // (= the GPU's: just synced)
         gpu_step(&g, &d, bs);
         StepTensors got = gpu_snapshot(&g, bs);
-        if (tf32) tf32_check_step(&trep, t, &got, w_before, sizes, L, act, bs, fast::model_head_fused(&g.f));
+        if (lowp) emu_check_step(&trep, t, &got, w_before, sizes, L, act, bs, fast::model_head_fused(&g.f));
         gather_batch_cpu(c.acts[0], c.labels, h->images, h->labels, perm, t * B, bs, D);
         if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides; TF32:
                        // rounded by cvt.rna on the GPU, by kernels/fast/tf32.cuh's integer twin here)
@@ -496,7 +539,7 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
         model_update_cpu(&c, o.lr, o.momentum, o.weight_decay);
         StepTensors want = cpu_view(&c, cpu_loss);
         if (verbose) printf("  step %d (%d rows): loss GPU %.6f, CPU %.6f\n", t, bs, got.loss, cpu_loss);
-        int ties = act == ACT_RELU && !tf32 ? relu_ties(&got, &want, sizes, L, bs) : 0;
+        int ties = act == ACT_RELU && !lowp ? relu_ties(&got, &want, sizes, L, bs) : 0;
         if (ties > 0) {  // that step's backward pass may differ by a unit's whole gradient: its forward pass only,
                      // and from here on each step from the GPU's state
             printf("  step %d: %d relu unit(s) within float32 rounding of zero, on for one side and off for the other "
@@ -525,8 +568,8 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
         }
     }
     int ok = report_print(&rep);
-    if (tf32) {
-        tf32_report_print(&trep);
+    if (lowp) {
+        emu_report_print(&trep);
         free(w_before);
     }
     model_free_cpu(&c);
@@ -536,18 +579,35 @@ static int gpu_vs_cpu_on(int trainer, int tf32, const int *sizes, int L, int act
 }
 
 // one case of the fixed suite: synthetic data, STEPS steps, the last one short
-static void gpu_vs_cpu(int trainer, int tf32, const int *sizes, int L, int act, int B, int last_bs) {
+static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, int B, int last_bs) {
     char shape[96];
     shape_string(shape, sizeof(shape), sizes, L);
-    printf("\n-- %s%s: %s %s, B=%d (last batch %d), %d steps%s\n", TRAINER_NAMES[trainer], tf32 ? " TF32" : "", shape,
-           ACT_NAMES[act], B, last_bs, STEPS, tf32 ? ", each from the GPU's state" : "");
+    printf("\n-- %s%s: %s %s, B=%d (last batch %d), %d steps%s\n", TRAINER_NAMES[trainer], PREC_SHORT[prec], shape,
+           ACT_NAMES[act], B, last_bs, STEPS, prec ? ", each from the GPU's state" : "");
     int n = B * (STEPS - 1) + last_bs;
     HostData h = make_data(n, sizes[0], sizes[L], 1000 + B);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)n);
     Rng rng;
     rng_seed(&rng, 5, 1);
     rng_permutation(&rng, perm, n);
-    gpu_vs_cpu_on(trainer, tf32, sizes, L, act, B, STEPS, last_bs, &h, perm, 1337, TEST_OPTIM);
+    gpu_vs_cpu_on(trainer, prec, sizes, L, act, B, STEPS, last_bs, &h, perm, 1337, TEST_OPTIM);
+    free(perm);
+    free(h.images);
+    free(h.labels);
+}
+
+// The big model (784,4096,4096,10, batch 1024): its products are the planner's tuned table's, which
+// on a GPU of the table's SM count run FP32 as 3xTF32 on the tensor cores and BF16 on larger tiles
+// than any smaller model reaches. 3 steps (each ~120 GFLOP on the CPU side), tanh (see "The wide
+// model" above), under the FP32 and BF16 tolerances.
+static void gpu_vs_cpu_big(int prec) {
+    const int sizes[] = {784, 4096, 4096, 10}, B = 1024, steps = 3;
+    printf("\n-- %s%s: 784,4096,4096,10 tanh, B=%d, %d steps (the big model's tuned kernels)\n", TRAINER_NAMES[FAST],
+           PREC_SHORT[prec], B, steps);
+    HostData h = make_data(B * steps, 784, 10, 4096);
+    int *perm = (int *)mallocCheck(sizeof(int) * (size_t)h.n);
+    for (int i = 0; i < h.n; i++) perm[i] = i;
+    gpu_vs_cpu_on(FAST, prec, sizes, 3, ACT_TANH, B, steps, B, &h, perm, 1337, TEST_OPTIM);
     free(perm);
     free(h.images);
     free(h.labels);
@@ -558,7 +618,7 @@ static void gpu_vs_cpu(int trainer, int tf32, const int *sizes, int L, int act, 
 
 // Fashion-MNIST's test set when it is here (a trained model's predictions are confident, so no
 // argmax sits within rounding of a tie), else synthetic data
-static void test_evaluate(int trainer, int tf32) {
+static void test_evaluate(int trainer, int prec) {
     const char *dirs[] = {"data/fashion-mnist", ".data/fashion-mnist", "/usr/share/datasets/fashion-mnist"};
     Dataset train_ds, test_ds;
     char err[1400];
@@ -574,7 +634,7 @@ static void test_evaluate(int trainer, int tf32) {
     device_data_upload(&train, train_ds.images, train_ds.labels, train_ds.n, 784);
     device_data_upload(&test, test_ds.images, test_ds.labels, test_ds.n, 784);
     GpuModel g;
-    gpu_build(&g, trainer, tf32, sizes, 2, ACT_RELU, B, train.n, steps, 7, TEST_OPTIM);
+    gpu_build(&g, trainer, prec, sizes, 2, ACT_RELU, B, train.n, steps, 7, TEST_OPTIM);
     Rng rng;
     rng_seed(&rng, 7, 1);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)train.n);
@@ -596,12 +656,14 @@ static void test_evaluate(int trainer, int tf32) {
     double cpu_loss, cpu_acc;
     evaluate_cpu(&c, &test_ds, &cpu_loss, &cpu_acc);
     long gpu_right = lround(gpu_acc * test.n), cpu_right = lround(cpu_acc * test.n);
-    // TF32: the logits differ by ~1e-3 relative, so a handful of near-ties may fall the other way
-    long allowed = tf32 ? test.n / 1000 : 0;
-    check(labs(gpu_right - cpu_right) <= allowed && fabs(gpu_loss - cpu_loss) <= (tf32 ? 5e-3 : 1e-5) * cpu_loss,
+    // TF32: the logits differ by ~1e-3 relative, so a handful of near-ties may fall the other way;
+    // BF16: 4x that (its tolerances above), up to 0.4% of the answers
+    long allowed = prec == PREC_TF32 ? test.n / 1000 : prec == PREC_BF16 ? test.n / 250 : 0;
+    double loss_tol = prec == PREC_TF32 ? 5e-3 : prec == PREC_BF16 ? 2e-2 : 1e-5;
+    check(labs(gpu_right - cpu_right) <= allowed && fabs(gpu_loss - cpu_loss) <= loss_tol * cpu_loss,
           "%s%s evaluate on %s's test set after %d steps: %ld right (CPU %ld%s), loss %.6f (CPU %.6f)",
-          TRAINER_NAMES[trainer], tf32 ? " TF32" : "", dir, steps, gpu_right, cpu_right,
-          tf32 ? ", within 0.1%" : ", the same", gpu_loss, cpu_loss);
+          TRAINER_NAMES[trainer], PREC_SHORT[prec], dir, steps, gpu_right, cpu_right,
+          prec == PREC_TF32 ? ", within 0.1%" : prec == PREC_BF16 ? ", within 0.4%" : ", the same", gpu_loss, cpu_loss);
     free(perm);
     model_free_cpu(&c);
     gpu_free(&g);
@@ -615,7 +677,7 @@ static void test_evaluate(int trainer, int tf32) {
 // batches of 33 (the last of 25), more rows than the one block that sums them has threads; the
 // weights scaled up 4x so that few predictions sit near a tie. Right answers: the same, but for the
 // rows whose two largest logits are within float32 rounding (1e-5 of the largest |logit|; TF32: its
-// 1e-2) of each other, which either side may order differently. Then every weight 0, so every logit is
+// 1e-2; BF16 4e-2) of each other, which either side may order differently. Then every weight 0, so every logit is
 // 0: each prediction is class 0, the first of the tied classes, on both sides.
 static void gpu_evaluate(GpuModel *g, const DeviceData *d, double *loss, double *acc) {
     if (g->trainer == READABLE) {
@@ -634,13 +696,13 @@ static void gpu_set_params(GpuModel *g, const float *params, size_t n) {
     cudaCheck(cudaDeviceSynchronize());
 }
 
-static void test_evaluate_synthetic(int trainer, int tf32) {
+static void test_evaluate_synthetic(int trainer, int prec) {
     const int sizes[] = {784, 64, 10}, B = 33, n = 2500, C = 10;
     HostData h = make_data(n, 784, C, 4242);
     DeviceData d;
     device_data_upload(&d, h.images, h.labels, n, 784);
     GpuModel g;
-    gpu_build(&g, trainer, tf32, sizes, 2, ACT_TANH, B, n, 1, 99, TEST_OPTIM);
+    gpu_build(&g, trainer, prec, sizes, 2, ACT_TANH, B, n, 1, 99, TEST_OPTIM);
     ModelCPU c;
     model_build_cpu(&c, sizes, 2, ACT_TANH, B);
     download(c.params, gpu_params_dev(&g), c.num_params);
@@ -664,21 +726,22 @@ static void test_evaluate_synthetic(int trainer, int tf32) {
             if (z > top) second = top, top = z;
             else if (z > second) second = z;
         }
-        near += top - second <= (tf32 ? 1e-2f : 1e-5f) * scale;
+        near += top - second <= (prec == PREC_TF32 ? 1e-2f : prec == PREC_BF16 ? 4e-2f : 1e-5f) * scale;
         label0 += h.labels[i] == 0;
     }
     long gpu_right = lround(gpu_acc * n), cpu_right = lround(cpu_acc * n);
-    check(labs(gpu_right - cpu_right) <= near && fabs(gpu_loss - cpu_loss) <= (tf32 ? 5e-3 : 1e-5) * cpu_loss,
+    double loss_tol = prec == PREC_TF32 ? 5e-3 : prec == PREC_BF16 ? 2e-2 : 1e-5;
+    check(labs(gpu_right - cpu_right) <= near && fabs(gpu_loss - cpu_loss) <= loss_tol * cpu_loss,
           "%s%s evaluate, %d synthetic rows in batches of %d (the last of %d): %ld right (CPU %ld; %ld near-ties), "
           "loss %.6f (CPU %.6f)",
-          TRAINER_NAMES[trainer], tf32 ? " TF32" : "", n, B, n % B, gpu_right, cpu_right, near, gpu_loss, cpu_loss);
+          TRAINER_NAMES[trainer], PREC_SHORT[prec], n, B, n % B, gpu_right, cpu_right, near, gpu_loss, cpu_loss);
     memset(c.params, 0, c.num_params * sizeof(float));  // every logit 0: ties everywhere
     gpu_set_params(&g, c.params, c.num_params);
     gpu_evaluate(&g, &d, &gpu_loss, &gpu_acc);
     check(lround(gpu_acc * n) == label0 && fabs(gpu_loss - log((double)C)) <= 1e-5,
           "%s%s evaluate with every logit tied: %ld right (want %ld: class 0 wins every tie, as on the CPU), loss "
           "%.6f (ln %d = %.6f)",
-          TRAINER_NAMES[trainer], tf32 ? " TF32" : "", lround(gpu_acc * n), label0, gpu_loss, C, log((double)C));
+          TRAINER_NAMES[trainer], PREC_SHORT[prec], lround(gpu_acc * n), label0, gpu_loss, C, log((double)C));
     model_free_cpu(&c);
     gpu_free(&g);
     device_data_free(&d);
@@ -745,18 +808,123 @@ static void test_softmax_extremes(void) {
 }
 
 // ----------------------------------------------------------------------------
+// the fast matmul kernels one by one: every tile configuration of this build, for every product and
+// precision it is built for, against the CPU
+//
+// The trainer's planner picks a configuration per shape, and some (the tuned table's) only on the
+// big model's shapes, which the step-by-step cases above do not reach. So each configuration runs
+// here on two shapes of its own: one that allows 16-byte accesses (M, N, K multiples of 4) and one
+// that does not (odd sizes: the element-by-element paths and the tile edges), with K unsplit and
+// split in two. The reference is the product of the operands the kernel is meant to multiply, in
+// double: FP32 configurations (on the CUDA cores, or as 3xTF32 on the tensor cores) the FP32 operands;
+// TF32 the operands rounded to TF32 (MF_TF32_EXACT is given TF32 values, as the trainer gives it);
+// BF16 rounded to BF16. The kernel's error is then FP32 summation alone (rel norm ~1e-7 at K ~300;
+// for 3xTF32 also the split, at most 2^-21 of each product), under MM_CFG_BOUND, where a wrong
+// element, a missed K step or truncated operands (TF32's own error is ~3e-4) are far above it; so is
+// a 3xTF32 product that drops a cross term (~1e-4) or sums K in one tensor-core accumulator (2e-6
+// here, 1e-5 at K = 4096: kernels/fast/mma_tf32.cuh).
+#define MM_CFG_BOUND 2e-6
+
+static float mm_operand(const float *x, int prec) {
+    return prec == MF_BF16 ? round_bf16(*x) : prec == MF_TF32_ROUND || prec == MF_TF32_EXACT ? round_tf32(*x) : *x;
+}
+
+static void test_matmul_configs(void) {
+    section("the fast matmul kernels: every tile configuration of this build against the CPU");
+    static const char *const prods[] = {"forward", "dinp", "dweight"};
+    static const char *const precs[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
+    const int shapes[2][3] = {{200, 136, 304}, {203, 130, 301}};   // M, N, K
+    const int max_elems = 204 * 304;
+    float *hA = (float *)mallocCheck(max_elems * sizeof(float)), *hB = (float *)mallocCheck(max_elems * sizeof(float));
+    float *hC = (float *)mallocCheck(max_elems * sizeof(float));
+    float *refc = (float *)mallocCheck(max_elems * sizeof(float));
+    float *dA = (float *)cudaMallocCheck(max_elems * sizeof(float), "A");
+    float *dB = (float *)cudaMallocCheck(max_elems * sizeof(float), "B");
+    float *dC = (float *)cudaMallocCheck(max_elems * sizeof(float), "C");
+    float *scratch = (float *)cudaMallocCheck(2 * (size_t)max_elems * sizeof(float), "the split-K scratch");
+    Rng rng;
+    rng_seed(&rng, 31, 1);
+    int runs = 0;
+    double worst[5] = {0};   // by kind: FP32, 3xTF32, TF32 (rounding), TF32 (TF32 values), BF16
+    static const char *const kinds[] = {"FP32 on the CUDA cores", "FP32 as 3xTF32", "TF32 (rounding)",
+                                        "TF32 (TF32 values)", "BF16"};
+    for (int tf32 = 0; tf32 <= MF_BF16; tf32++) {
+        int ncfg;
+        const MatmulFastCfg *cfgs = matmul_fast_configs(tf32, &ncfg);
+        for (int prod = MF_FWD; prod <= MF_DWEIGHT; prod++) {
+            for (int c = 0; c < ncfg; c++) {
+                for (int sh = 0; sh < 2; sh++) {
+                    const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+                    MatmulFastPlan p;
+                    if (!matmul_fast_plan_fixed(&p, (MfProduct)prod, M, N, K, tf32, 1, cfgs[c].id, 1)) continue;
+                    // A and B as the product lays them out: forward A (M,K) B (N,K); dinp A (M,K) B (K,N);
+                    // dweight A (K,M) B (K,N); TF32 values when the kernel takes them so
+                    for (int i = 0; i < M * K; i++) hA[i] = rng_uniform(&rng) * 2 - 1;
+                    for (int i = 0; i < N * K; i++) hB[i] = rng_uniform(&rng) * 2 - 1;
+                    if (tf32 == MF_TF32_EXACT) {
+                        for (int i = 0; i < M * K; i++) hA[i] = round_tf32(hA[i]);
+                        for (int i = 0; i < N * K; i++) hB[i] = round_tf32(hB[i]);
+                    }
+                    for (int m = 0; m < M; m++)
+                        for (int n = 0; n < N; n++) {
+                            double sum = 0;
+                            for (int k = 0; k < K; k++) {
+                                const float *a = prod == MF_DWEIGHT ? &hA[(size_t)k * M + m] : &hA[(size_t)m * K + k];
+                                const float *b = prod == MF_FWD ? &hB[(size_t)n * K + k] : &hB[(size_t)k * N + n];
+                                sum += (double)mm_operand(a, tf32) * mm_operand(b, tf32);
+                            }
+                            refc[(size_t)m * N + n] = (float)sum;
+                        }
+                    cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
+                    cudaCheck(cudaMemcpy(dB, hB, (size_t)N * K * sizeof(float), cudaMemcpyHostToDevice));
+                    for (int splits = 1; splits <= 2; splits++) {
+                        if (!matmul_fast_plan_fixed(&p, (MfProduct)prod, M, N, K, tf32, 1, cfgs[c].id, splits)) continue;
+                        const MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0};
+                        cudaCheck(cudaMemset(dC, 0xFF, (size_t)M * N * sizeof(float)));   // NaN: every element must be written
+                        matmul_fast_run((MfProduct)prod, &p, dC, dA, dB, M, N, K, &epi, scratch, tf32, 0, 0);
+                        cudaCheck(cudaDeviceSynchronize());
+                        download(hC, dC, (size_t)M * N);
+                        const double e = rel_norm(hC, refc, (size_t)M * N);
+                        const int x3 = cfgs[c].kind == MF_KIND_3XTF32, kind = tf32 ? tf32 + 1 : x3;
+                        const double bound = MM_CFG_BOUND;
+                        runs++;
+                        if (!(e <= worst[kind])) worst[kind] = e;
+                        if (verbose || !(e <= bound))
+                            check(e <= bound, "%-7s %-18s configuration %2d (%s), %dx%dx%d, %d K slice(s): rel norm "
+                                  "%.2e (<= %.0e)", prods[prod], precs[tf32], cfgs[c].id, cfgs[c].name, M, N, K,
+                                  p.splits, e, bound);
+                        else
+                            checks_passed++;
+                    }
+                }
+            }
+        }
+    }
+    printf("  %d products run (every configuration, product and precision this build has, 2 shapes, K whole and split "
+           "in two), each against its CPU product (bound %.0e)%s; the worst rel norm by kind:\n", runs,
+           MM_CFG_BOUND, verbose ? "" : " (-V lists them)");
+    for (int k = 0; k < 5; k++) printf("    %-24s %.2e\n", kinds[k], worst[k]);
+    check(runs > 0, "the build has fast matmul kernels to test (%d run)", runs);
+    free(hA), free(hB), free(hC), free(refc);
+    cudaCheck(cudaFree(dA));
+    cudaCheck(cudaFree(dB));
+    cudaCheck(cudaFree(dC));
+    cudaCheck(cudaFree(scratch));
+}
+
+// ----------------------------------------------------------------------------
 // determinism: the same seed twice gives the same bits; graphs give the same bits as launches
 
 // `steps` steps from the seed, the last of last_bs rows; returns the final weights (malloc'ed). graph:
 // the fast trainer's run_steps, in runs of `run` steps (one CUDA graph each, as the trainer runs the
 // steps between two log lines), the last run ending on the short batch; else one step at a time.
-static float *train_weights(int trainer, int tf32, int graph, const int *sizes, int L, int act, int B, int steps,
+static float *train_weights(int trainer, int prec, int graph, const int *sizes, int L, int act, int B, int steps,
                             int last_bs, int run) {
     HostData h = make_data(B * (steps - 1) + last_bs, sizes[0], sizes[L], 77);
     DeviceData d;
     device_data_upload(&d, h.images, h.labels, h.n, h.D);
     GpuModel g;
-    gpu_build(&g, trainer, tf32, sizes, L, act, B, h.n, steps, 2024, TEST_OPTIM);
+    gpu_build(&g, trainer, prec, sizes, L, act, B, h.n, steps, 2024, TEST_OPTIM);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)h.n);
     Rng rng;
     rng_seed(&rng, 2024, 1);
@@ -814,6 +982,9 @@ static void test_determinism(void) {
     check_identical(train_weights(FAST, 1, 0, sizes, 3, ACT_SIGMOID, 33, 10, 17, 4),
                     train_weights(FAST, 1, 1, sizes, 3, ACT_SIGMOID, 33, 10, 17, 4), n,
                     "train_mlp_fast.cu TF32: the same with a last batch of 17 rows");
+    check_identical(train_weights(FAST, PREC_BF16, 0, sizes, 3, ACT_RELU, 33, 10, 17, 4),
+                    train_weights(FAST, PREC_BF16, 1, sizes, 3, ACT_RELU, 33, 10, 17, 4), n,
+                    "train_mlp_fast.cu BF16: the same with a last batch of 17 rows");
 }
 
 // ----------------------------------------------------------------------------
@@ -895,7 +1066,8 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
     Optim o = {cfg->lr, cfg->momentum, cfg->weight_decay};
     printf("%s: %s %s, B=%d, lr %g, momentum %g, weight decay %g, seed %llu, %d steps%s\n", train.name, shape,
            ACT_NAMES[cfg->act], B, cfg->lr, cfg->momentum, cfg->weight_decay, (unsigned long long)cfg->seed,
-           plan.steps, cfg->tf32 ? ", TF32 (-x 1: the fast trainer only)" : "");
+           plan.steps, cfg->precision == PREC_TF32   ? ", TF32 (-x 1: the fast trainer only)"
+                       : cfg->precision == PREC_BF16 ? ", BF16 (-x 2: the fast trainer only)" : "");
     const char *missing = gpu_missing();
     if (missing) {
         printf("\nno CUDA GPU here (%s): only the CPU side can run. Its loss at each step:\n", missing);
@@ -918,9 +1090,9 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
         printf("GPU: %s (sm_%d%d)\n", p.name, p.major, p.minor);
         for (int trainer = READABLE; trainer <= FAST; trainer++) {
             if (which != 2 && which != trainer) continue;
-            int tf32 = trainer == FAST ? cfg->tf32 : 0;
-            printf("\n-- %s%s against the CPU\n", TRAINER_NAMES[trainer], tf32 ? " TF32" : "");
-            gpu_vs_cpu_on(trainer, tf32, cfg->sizes, cfg->L, cfg->act, B, plan.steps, plan.last_bs, &h, perm, cfg->seed, o);
+            int prec = trainer == FAST ? cfg->precision : PREC_FP32;
+            printf("\n-- %s%s against the CPU\n", TRAINER_NAMES[trainer], PREC_SHORT[prec]);
+            gpu_vs_cpu_on(trainer, prec, cfg->sizes, cfg->L, cfg->act, B, plan.steps, plan.last_bs, &h, perm, cfg->seed, o);
         }
     }
     free(perm);
@@ -994,7 +1166,10 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu(FAST, 0, many, 2, ACT_SIGMOID, 33, 5));
         CASE(gpu_vs_cpu(FAST, 1, odd, 3, ACT_SIGMOID, 33, 17));
         CASE(gpu_vs_cpu(FAST, 1, many, 2, ACT_TANH, 33, 5));
+        CASE(gpu_vs_cpu(FAST, PREC_BF16, odd, 3, ACT_RELU, 33, 17));
+        CASE(gpu_vs_cpu(FAST, PREC_BF16, many, 2, ACT_SIGMOID, 33, 5));
         CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));
+        CASE(test_matmul_configs());
         CASE(test_determinism());
         return test_exit();
     }
@@ -1010,20 +1185,32 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FAST, 0, head32, 2, ACT_RELU, 33, 9));   // the fused head with 17-32 classes
     CASE(gpu_vs_cpu(FAST, 0, many, 2, ACT_RELU, 33, 9));     // the fast path without the fused head
     CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));    // the SGD kernel's tail
+    CASE(gpu_vs_cpu_big(PREC_FP32));                         // FP32 as 3xTF32 on the tensor cores
     // the TF32 tensor-core path, with its looser tolerances, and each product against its emulation
     CASE(gpu_vs_cpu(FAST, 1, small, 2, ACT_SIGMOID, 64, 32));
     CASE(gpu_vs_cpu(FAST, 1, odd, 3, ACT_TANH, 33, 17));
     CASE(gpu_vs_cpu(FAST, 1, head32, 2, ACT_RELU, 33, 9));   // TF32 with the fused head's larger variant
     CASE(gpu_vs_cpu(FAST, 1, many, 2, ACT_SIGMOID, 33, 9));  // TF32 without the fused head: TF32 logits
     CASE(gpu_vs_cpu(FAST, 1, wide, 3, ACT_RELU, 256, 96));
+    // BF16 mixed precision, the same cases: 4x TF32's tolerances, and each product against its emulation
+    CASE(gpu_vs_cpu(FAST, PREC_BF16, small, 2, ACT_SIGMOID, 64, 32));
+    CASE(gpu_vs_cpu(FAST, PREC_BF16, odd, 3, ACT_TANH, 33, 17));
+    CASE(gpu_vs_cpu(FAST, PREC_BF16, head32, 2, ACT_RELU, 33, 9));
+    CASE(gpu_vs_cpu(FAST, PREC_BF16, many, 2, ACT_SIGMOID, 33, 9));   // BF16 logits
+    CASE(gpu_vs_cpu(FAST, PREC_BF16, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_big(PREC_BF16));
+
+    CASE(test_matmul_configs());
 
     section("evaluation: the GPU's test loss and accuracy against the CPU's");
     CASE(test_evaluate_synthetic(READABLE, 0));
     CASE(test_evaluate_synthetic(FAST, 0));
     CASE(test_evaluate_synthetic(FAST, 1));
+    CASE(test_evaluate_synthetic(FAST, PREC_BF16));
     CASE(test_evaluate(READABLE, 0));
     CASE(test_evaluate(FAST, 0));
     CASE(test_evaluate(FAST, 1));
+    CASE(test_evaluate(FAST, PREC_BF16));
 
     CASE(test_softmax_extremes());
     CASE(test_determinism());

@@ -8,7 +8,7 @@ fast kernels of kernels/fast/ and three ways to cut the time between them:
                         last layer, the loss and the last hidden layer's gradient are one kernel
                         (kernels/fast/head.cuh); the SGD step rides on the gradient kernels
     tiled matmuls       register tiles fed by cp.async, tile and K split planned per shape, TF32
-                        tensor cores with -x 1 (kernels/fast/matmul_fast.h)
+                        tensor cores with -x 1, BF16 with -x 2 (kernels/fast/matmul_fast.h)
     streams and graphs  the backward pass runs on three streams (model_backward_update), the next
                         batch is gathered while a step runs, and each run of steps between two log
                         lines is captured once into a CUDA graph and replayed (-f 1, the default):
@@ -17,7 +17,10 @@ fast kernels of kernels/fast/ and three ways to cut the time between them:
 Paths (-f): 1 (the default) replays CUDA graphs; 0 launches the same kernels on the same streams
 from the host, step by step: what the graphs save, measured by running both.
 Precision (-x): 0 FP32; 1 TF32 tensor cores in the matmuls (the forward products' operands are
-kept as TF32 values: model_forward says how).
+kept as TF32 values: model_forward says how); 2 BF16 tensor cores in the matmuls: mixed precision,
+where only the matmuls' operands are rounded to BF16 (inside the kernels, as they are loaded) and
+everything else stays FP32: the weights (the "master weights"), the momentum and the update, the
+sums, the activations as stored, the loss and the softmax.
 Several GPUs (-g N): data parallel through NCCL, a host thread per GPU, each taking its share of
 every batch, the gradients summed over the GPUs before each step (the section "-g N" before main;
 built only where make found NCCL; without -g nothing of it runs).
@@ -81,7 +84,7 @@ typedef struct {
     int L, sizes[MAX_LAYERS + 1], act;
     int B;                                // training batch size
     int max_batch;                        // rows the activation buffers hold: max(B, FAST_EVAL_BATCH)
-    int tf32;                             // TF32 tensor cores (-x 1)
+    int prec;                             // -x: PREC_FP32, PREC_TF32 or PREC_BF16 (common/args.h)
     size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *params, *grads, *mbuf;         // flat buffers, the layout of param_layout()
     float *params_tf32;                   // -x 1 only: the weights rounded to TF32 (its bias slots unused),
@@ -105,14 +108,14 @@ typedef struct {
 } Model;
 
 // n_train: rows of the permutation; steps_per_epoch: entries of step_losses
-static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int tf32, int n_train,
+static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int prec, int n_train,
                         int steps_per_epoch) {
     memset(m, 0, sizeof(*m));
     m->L = L;
     m->act = act;
     m->B = B;
     m->max_batch = max_batch;
-    m->tf32 = tf32;
+    m->prec = prec;
     memcpy(m->sizes, sizes, sizeof(int) * (size_t)(L + 1));
     m->num_params = param_layout(sizes, L, m->w_off, m->b_off);
     size_t pbytes = m->num_params * sizeof(float);
@@ -120,7 +123,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     m->grads = (float *)cudaMallocCheck(pbytes, "the gradients");
     m->mbuf = (float *)cudaMallocCheck(pbytes, "the momentum buffer");
     cudaCheck(cudaMemset(m->mbuf, 0, pbytes));
-    if (tf32) {
+    if (prec == PREC_TF32) {
         m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
         cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
     }
@@ -211,6 +214,12 @@ static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
 // ----------------------------------------------------------------------------
 // forward, loss, backward and update
 
+// the precision argument of the backward products' launchers (kernels/fast/matmul_fast.h): TF32 rounds
+// their operands (the gradients are not TF32 values), BF16 rounds every product's
+static int model_mm_prec(const Model *m) {
+    return m->prec == PREC_TF32 ? MF_TF32_ROUND : m->prec == PREC_BF16 ? MF_BF16 : 0;
+}
+
 // acts[0] holds bs rows; runs the first `layers` layers, leaving their outputs in acts[1..layers].
 // With TF32 (-x 1) every forward product's operands are TF32 values already: the batch is gathered
 // rounded, each hidden layer's output is stored rounded (the logits are not), and the weights come
@@ -223,9 +232,12 @@ static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stre
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *b = m->params + m->b_off[l];
         int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
-        if (m->tf32)
+        if (m->prec == PREC_TF32)
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
                                 MF_TF32_EXACT, l < m->L - 1, stream);
+        else if (m->prec == PREC_BF16)
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, MF_BF16, 0,
+                                stream);
         else
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, 0, 0, stream);
     }
@@ -278,6 +290,7 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
 // the events become edges: the step is captured as a DAG with three branches, not a chain.
 static void model_backward_update(Model *m, int bs, float lr, float momentum, float weight_decay,
                                   cudaStream_t stream) {
+    const int prec = model_mm_prec(m);
     for (int l = m->L - 1; l >= 0; l--) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const size_t w = m->w_off[l], b = m->b_off[l];
@@ -299,10 +312,10 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         }
         if (l > 0) {
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
-            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL,
                                          m->side);
             if (l < m->L - 1 || !model_head_fused(m))  // (the fused head has computed the last layer's dinp)
-                matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, m->tf32,
+                matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, prec,
                                           stream);
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
@@ -310,10 +323,10 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                             weight_decay, 1, m->side);
         } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS) {
             MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
-            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, &sgd,
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, &sgd,
                                          stream);
         } else {
-            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL,
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL,
                                          stream);
             sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
                             weight_decay, 1, stream);
@@ -338,7 +351,7 @@ static void train_step_on_batch(Model *m, int bs, float lr, float momentum, floa
 // (*step) * B ... of the permutation.
 static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
     gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
-                      m->tf32, stream);
+                      m->prec == PREC_TF32, stream);
     train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
 }
 
@@ -363,11 +376,11 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, c
             cudaCheck(cudaEventRecord(m->ev_step, stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_step, 0));
             gather_batch_step(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels,
-                              m->perm, m->step, 1, m->B, next_bs, train->D, m->tf32, m->side);
+                              m->perm, m->step, 1, m->B, next_bs, train->D, m->prec == PREC_TF32, m->side);
         }
         if (i == 0)
             gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs,
-                              train->D, m->tf32, stream);
+                              train->D, m->prec == PREC_TF32, stream);
         model_forward_loss(m, bs, bs, stream);
         model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
     }
@@ -423,7 +436,7 @@ static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss
     int C = m->sizes[m->L];
     for (int start = 0; start < d->n; start += m->max_batch) {
         int bs = d->n - start < m->max_batch ? d->n - start : m->max_batch;
-        gather_rows_fast(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, m->tf32, stream);
+        gather_rows_fast(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, m->prec == PREC_TF32, stream);
         model_forward(m, bs, stream);
         softmax_xent_eval_kernel<<<CEIL_DIV(bs, 128), 128, 0, stream>>>(e->losses + start, e->correct + start,
                                                                         m->acts[m->L], m->labels, bs, C);
@@ -457,7 +470,7 @@ static void forward_logits(void *model, const float *x, int n, float *logits) {
     fast::Model *m = (fast::Model *)model;
     const size_t nx = (size_t)n * m->sizes[0];
     float *xr = (float *)mallocCheck(nx * sizeof(float));
-    for (size_t i = 0; i < nx; i++) xr[i] = m->tf32 ? round_tf32(x[i]) : x[i];
+    for (size_t i = 0; i < nx; i++) xr[i] = m->prec == PREC_TF32 ? round_tf32(x[i]) : x[i];
     cudaCheck(cudaMemcpy(m->acts[0], xr, nx * sizeof(float), cudaMemcpyHostToDevice));
     free(xr);
     fast::model_forward(m, n, 0);
@@ -595,6 +608,7 @@ static int dp_share(int gbs, int gpus, int r, int *first) {
 static void dp_backward_update(Rank *k, int bs, int norm) {
     fast::Model *m = &k->model;
     const Config *c = k->dp->cfg;
+    const int prec = fast::model_mm_prec(m);
     for (int l = m->L - 1; l >= 0; l--) {
         const int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const size_t w = m->w_off[l], b = m->b_off[l], n = (size_t)OUT * IN + OUT;  // W then b: b = w + OUT * IN
@@ -612,10 +626,10 @@ static void dp_backward_update(Rank *k, int bs, int norm) {
         if (l > 0) cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
         // (the split-K scratch is one buffer: the first layer's dW waits for the side stream's last one)
         if (l == 0 && m->L > 1 && m->scratch) cudaCheck(cudaStreamWaitEvent(k->stream, k->ev_dw[1], 0));
-        matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, m->tf32, NULL, dw_stream);
+        matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL, dw_stream);
         cudaCheck(cudaEventRecord(k->ev_dw[l], dw_stream));
         if (l > 0 && (l < m->L - 1 || !fast::model_head_fused(m)))  // (else the fused head has done it)
-            matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, m->tf32,
+            matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, prec,
                                       k->stream);
         cudaCheck(cudaEventRecord(m->ev_dinp[l], k->stream));
         cudaCheck(cudaStreamWaitEvent(k->comm_stream, k->ev_dw[l], 0));
@@ -641,7 +655,7 @@ static void dp_step(Rank *k, int gbs) {
     int first;
     const int rows = dp_share(gbs, k->dp->gpus, k->rank, &first);
     gather_batch_step(m->acts[0], m->labels, k->train.images, k->train.labels, m->perm + first, m->step, 0, m->B, rows,
-                      k->train.D, m->tf32, k->stream);
+                      k->train.D, m->prec == PREC_TF32, k->stream);
     fast::model_forward_loss(m, rows, gbs, k->stream);
     dp_backward_update(k, rows, gbs);
 }
@@ -812,7 +826,7 @@ static int train_data_parallel(Config *cfg, int argc, char **argv) {
         cudaCheck(cudaEventCreate(&k->epoch_start));
         cudaCheck(cudaEventCreate(&k->epoch_end));
         device_data_upload(&k->train, train_host.images, train_host.labels, train_host.n, D);
-        model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->tf32, k->train.n, plan.steps);
+        model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k->train.n, plan.steps);
         cudaCheck(cudaMallocHost((void **)&k->perm_host, sizeof(int) * (size_t)k->train.n));
         if (r == 0) {
             device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
@@ -872,7 +886,7 @@ static int train_data_parallel(Config *cfg, int argc, char **argv) {
             nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
     box_row("kernels (-f)", "%s", "fused, four streams (one for the all-reduces), launched step by step (no graphs "
                                   "under -g)");
-    box_row("matmul precision (-x)", "%s", cfg->tf32 ? "TF32 tensor cores" : "FP32");
+    box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg->precision]);
     box_rule();
 
     RunLog log;
@@ -953,7 +967,7 @@ int main(int argc, char **argv) {
         Use use;
         use_begin(&use, &cfg, PROG_FAST);
         Model model;
-        model_build(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH, USE_BATCH, cfg.tf32, 1, 1);
+        model_build(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH, USE_BATCH, cfg.precision, 1, 1);
         cudaCheck(cudaMemcpy(model.params, use.ck.params, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
         if (model.params_tf32) round_tf32_copy(model.params_tf32, model.params, model.num_params, 0);
         int rc = use_run(&use, &model, forward_logits);
@@ -976,7 +990,7 @@ int main(int argc, char **argv) {
     device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
     device_data_upload(&test, test_host.images, test_host.labels, test_host.n, D);
     Model model;
-    model_build(&model, cfg.sizes, cfg.L, cfg.act, B, B > FAST_EVAL_BATCH ? B : FAST_EVAL_BATCH, cfg.tf32, train.n,
+    model_build(&model, cfg.sizes, cfg.L, cfg.act, B, B > FAST_EVAL_BATCH ? B : FAST_EVAL_BATCH, cfg.precision, train.n,
                 plan.steps);
     const float *mbuf, *params = run_start(&run, &train_host, &model, fetch_state, model.num_params, &mbuf);
     if (params) {  // resuming: the checkpoint's weights and momentum
@@ -995,7 +1009,7 @@ int main(int argc, char **argv) {
             prop.totalGlobalMem / 1e9);
     box_row("kernels (-f)", "%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
                                                          : "0: fused, three streams, launched step by step");
-    box_row("matmul precision (-x)", "%s", cfg.tf32 ? "TF32 tensor cores" : "FP32");
+    box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg.precision]);
     box_rule();
 
     RunLog log;

@@ -28,6 +28,9 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 
 // How the fast GPU trainer runs its steps (-f)
 enum { PATH_LAUNCH = 0, PATH_GRAPH = 1 };
+// train_mlp_fast's -x: the precision of the matmuls (everything else is FP32 in every mode)
+enum { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2 };
+static const char *const PREC_NAMES[] = {"FP32", "TF32 tensor cores", "BF16 tensor cores, FP32 master weights"};
 
 typedef struct {
     char data_dir[1024];   // "" = look in the default places (see find_dataset_dir)
@@ -42,7 +45,7 @@ typedef struct {
     int log_every;         // log a training line every this many steps
     char log_path[1024];   // CSV log
     int max_steps;         // 0 = all; else stop each epoch after this many steps (for tests)
-    int tf32;              // train_mlp_fast only: TF32 tensor cores in the matmuls
+    int precision;         // train_mlp_fast only: -x, PREC_* above
     int path;              // train_mlp_fast only: PATH_* above
     int gpus;              // train_mlp_fast only: -g, data-parallel ranks through NCCL (0: one GPU, no NCCL)
     int trace;             // train_mlp only: print a training step as the GPU runs it
@@ -109,9 +112,10 @@ static const ArgSpec ARGS[] = {
      "with -e: write a PNG grid of misclassified test images, with their true and predicted labels"},
     {'T', "0|1", ARG_INT, CFG(trace), 0, 1, PROG_GPU,
      "1: print the second training step as a trace: each kernel with its grid, shapes, bytes, FLOPs and time"},
-    {'x', "0|1", ARG_INT, CFG(tf32), 0, 1, PROG_FAST,
+    {'x', "0|1|2", ARG_INT, CFG(precision), 0, 2, PROG_FAST,
      "matmul precision: 0 FP32; 1 TF32 on the tensor cores (inputs rounded to 10 mantissa bits, FP32 sums): "
-     "faster, results differ from FP32 in the 3rd or 4th digit"},
+     "faster, results differ from FP32 in the 3rd or 4th digit; 2 BF16 on the tensor cores (inputs rounded to 7 "
+     "mantissa bits, FP32 sums; weights, optimizer, loss and softmax stay FP32): fastest, differs in the 2nd or 3rd"},
     {'f', "0|1", ARG_INT, CFG(path), 0, 1, PROG_FAST,
      "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them"},
     {'g', "N", ARG_INT, CFG(gpus), 0, MAX_GPUS, PROG_FAST,
@@ -137,7 +141,7 @@ static inline void config_defaults(Config *c, int prog) {
     c->log_every = 100;
     (void)prog;  // (c->log_path stays empty: each run writes a log of its own, common/log.h)
     c->max_steps = 0;
-    c->tf32 = 0;
+    c->precision = PREC_FP32;
     c->path = PATH_GRAPH;
 }
 

@@ -190,7 +190,7 @@ static inline void run_log_open(RunLog *r, const Config *c, int prog, int steps_
              (unsigned long long)c->seed, c->max_steps, c->holdout, c->resume_path[0] ? " -r " : "", c->resume_path);
     if (prog == PROG_FAST) {
         size_t k = strlen(settings);
-        snprintf(settings + k, sizeof(settings) - k, " -x %d -f %d", c->tf32, c->path);
+        snprintf(settings + k, sizeof(settings) - k, " -x %d -f %d", c->precision, c->path);
     }
     csv_open(&r->csv, c, prog, settings);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-bench.py -- `make bench`: our trainer against PyTorch, in one run, on one GPU (issue 6).
+bench.py -- `make bench`: our trainer against PyTorch, in one run, on one GPU (issues 6 and 21).
 
     python3 dev/bench.py                                # everything, 5 epochs each (1 warm-up)
     python3 dev/bench.py --data .data/fashion-mnist --epochs 5
@@ -12,6 +12,7 @@ What it runs, one after the other in this process tree:
        small      -m 784,128,10 -a sigmoid -b 64              (FP32)
        wide       -m 784,1024,1024,10 -a relu -b 256           (FP32)
        wide TF32  the same with -x 1                            (TF32 tensor cores)
+       big        -m 784,4096,4096,10 -a relu -b 1024 -l 0.05  (FP32; and -x 1 TF32, -x 2 BF16)
      all with -l 0.1 -k 0.9 -n EPOCHS -s SEED -d DATA -o LOG.csv
   2. dev/bench_pytorch.py for every configuration in its modes (eager, eager_tf32, autocast_bf16,
      compile), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
@@ -20,7 +21,9 @@ What it runs, one after the other in this process tree:
      float rounding and the accuracy comparison is not a matter of luck
 Then it prints one table and writes dev/out/bench.json, dev/out/bench.csv and
 dev/out/bench.md (a markdown table for the README, titled with the GPU's name and the date),
-and the pass/fail of issue 6's targets.
+and the pass/fail of the targets of issues 6 and 21 (speed-ups over PyTorch, epoch times, and
+test accuracy within 0.5 points of PyTorch eager's, mean over the seeds, for every run of ours:
+BF16 too, against eager's FP32).
 
 Our trainer's CSV log (header kind,epoch,step,loss,accuracy,ms,samples_per_s,mem_mb):
   epoch rows give each epoch's training time (ms, eval excluded); the first --warmup of them
@@ -66,27 +69,39 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # fewer SMs: they are left out (blank %) rather than guessed.
 FP32_PEAK_TFLOPS_H100_H200_SXM = 67.0
 TF32_DENSE_PEAK_TFLOPS_H100_H200_SXM = 495.0
+# BF16 on the tensor cores: 1979 "with sparsity", 989.5 dense (the same datasheets)
+BF16_DENSE_PEAK_TFLOPS_H100_H200_SXM = 989.5
 
 CONFIGS = {
     "small": dict(sizes=[784, 128, 10], act="sigmoid", batch=64, lr=0.1, momentum=0.9),
     "wide": dict(sizes=[784, 1024, 1024, 10], act="relu", batch=256, lr=0.1, momentum=0.9),
     "big": dict(sizes=[784, 4096, 4096, 10], act="relu", batch=1024, lr=0.05, momentum=0.9),
 }
-# our runs: (config, mode, extra flags, TF32?)
+# our runs: (config, mode, extra flags, matmul precision: the mode's name for the peak it is held to)
 OUR_RUNS = [
-    ("small", "fp32", [], False),
-    ("wide", "fp32", [], False),
-    ("wide", "tf32", ["-x", "1"], True),
-    ("big", "fp32", [], False),
-    ("big", "tf32", ["-x", "1"], True),
+    ("small", "fp32", [], "fp32"),
+    ("wide", "fp32", [], "fp32"),
+    ("wide", "tf32", ["-x", "1"], "tf32"),
+    ("big", "fp32", [], "fp32"),
+    ("big", "tf32", ["-x", "1"], "tf32"),
+    ("big", "bf16", ["-x", "2"], "bf16"),
 ]
 COMPILE_MODES_PREFIX = "compile"
 
-# issue 6's targets: (config, our mode, PyTorch mode, minimum speed-up)
+# the targets of issues 6 and 21: (config, our mode, PyTorch mode, minimum speed-up)
 SPEED_TARGETS = [
     ("small", "fp32", "eager", 30.0),
     ("wide", "fp32", "eager", 8.0),
     ("wide", "tf32", "eager_tf32", 15.0),
+    ("big", "fp32", "eager", 1.15),
+    ("big", "tf32", "eager_tf32", 2.0),
+    ("big", "bf16", "autocast_bf16", 2.0),
+]
+# and issue 21's epoch times: (config, our mode, at most this many seconds per epoch)
+TIME_TARGETS = [
+    ("small", "fp32", 0.012),
+    ("wide", "fp32", 0.022),
+    ("wide", "tf32", 0.012),
 ]
 ACC_TOLERANCE_POINTS = 0.5  # our test accuracy within this many points of PyTorch eager's
 # The accuracy target compares the mean over --acc-seeds seeds (default 3: --seed, --seed + 1, ...).
@@ -100,11 +115,21 @@ DEFAULT_ACC_SEEDS = 3
 
 
 def peaks_for(gpu_name):
-    """(fp32, tf32) peak TFLOP/s for a GPU name, or (None, None) when we do not know it."""
+    """(fp32, tf32, bf16) peak TFLOP/s for a GPU name, or (None, None, None) when we do not know it."""
     name = (gpu_name or "").upper()
     if ("H100" in name or "H200" in name) and "PCIE" not in name and "NVL" not in name:
-        return FP32_PEAK_TFLOPS_H100_H200_SXM, TF32_DENSE_PEAK_TFLOPS_H100_H200_SXM
-    return None, None
+        return (FP32_PEAK_TFLOPS_H100_H200_SXM, TF32_DENSE_PEAK_TFLOPS_H100_H200_SXM,
+                BF16_DENSE_PEAK_TFLOPS_H100_H200_SXM)
+    return None, None, None
+
+
+def record_precision(r):
+    """The matmul precision a record runs in: ours say so; PyTorch's modes by their name."""
+    if r.get("precision"):
+        return r["precision"]
+    if "bf16" in (r.get("mode") or ""):
+        return "bf16"
+    return "tf32" if r.get("tf32") else "fp32"
 
 
 def flops_per_sample(sizes):
@@ -201,14 +226,15 @@ def parse_ours_csv(path, warmup, n_train):
                 test_acc=acc, test_loss=test_loss, peak_mem_mb=mem)
 
 
-def run_ours(trainer, config, mode, flags, tf32, args, n_train, gpu, seed=None):
+def run_ours(trainer, config, mode, flags, precision, args, n_train, gpu, seed=None):
     """One run of train_mlp_fast; seed None: the main run (--seed), else an accuracy-only run."""
     cfg = CONFIGS[config]
     tag = "ours_%s_%s" % (config, mode) + ("" if seed is None else "_seed%d" % seed)
     seed = args.seed if seed is None else seed
     log_csv = os.path.join(args.out_dir, tag + ".csv")
     log_txt = os.path.join(args.out_dir, tag + ".log")
-    rec = dict(config=config, impl="mlp.cu", mode=mode, status="ok", gpu=gpu, tf32=tf32,
+    rec = dict(config=config, impl="mlp.cu", mode=mode, status="ok", gpu=gpu, tf32=precision == "tf32",
+               precision=precision,
                epoch_s_median=None, epoch_s_all=[], warmup_epochs=args.warmup, samples_per_s=None,
                tflops=None, test_acc=None, test_loss=None, peak_mem_mb=None, sizes=cfg["sizes"],
                act=cfg["act"], batch=cfg["batch"], lr=cfg["lr"], momentum=cfg["momentum"],
@@ -314,10 +340,10 @@ def best_compile(modes):
 
 def annotate(records, gpu):
     """Add pct_peak and, on our rows, the speed-ups over each PyTorch mode."""
-    fp32_peak, tf32_peak = peaks_for(gpu)
+    peaks = dict(zip(("fp32", "tf32", "bf16"), peaks_for(gpu)))
     pt = pytorch_lookup(records)
     for r in records:
-        peak = tf32_peak if r.get("tf32") else fp32_peak
+        peak = peaks[record_precision(r)]
         r["peak_tflops"] = peak
         r["pct_peak"] = (100.0 * r["tflops"] / peak) if (peak and r.get("tflops")) else None
         r["speedup_vs_eager"] = r["speedup_vs_eager_tf32"] = r["speedup_vs_best_compile"] = None
@@ -337,7 +363,7 @@ def annotate(records, gpu):
 
 
 def check_targets(records):
-    """issue 6's done-when list: [(name, 'PASS'|'FAIL'|'MISSING', detail)]."""
+    """the done-when lists of issues 6 and 21: [(name, 'PASS'|'FAIL'|'MISSING', detail)]."""
     ours = {(r["config"], r["mode"]): r for r in records if r.get("impl") != "pytorch"}
     pt = pytorch_lookup(records)
     out = []
@@ -349,7 +375,15 @@ def check_targets(records):
             continue
         s = p["epoch_s_median"] / r["epoch_s_median"]
         out.append((name, "PASS" if s >= need else "FAIL",
-                     "%.1fx (%.4f s vs %.4f s)" % (s, r["epoch_s_median"], p["epoch_s_median"])))
+                     "%.2fx (%.4f s vs %.4f s)" % (s, r["epoch_s_median"], p["epoch_s_median"])))
+    for config, our_mode, most in TIME_TARGETS:
+        name = "%s %s at most %g ms per epoch" % (config, our_mode, 1e3 * most)
+        r = ours.get((config, our_mode))
+        if not (r and ok_time(r)):
+            out.append((name, "MISSING", "no result for ours"))
+            continue
+        t = r["epoch_s_median"]
+        out.append((name, "PASS" if t <= most else "FAIL", "%.1f ms" % (1e3 * t)))
     for (config, our_mode), r in sorted(ours.items()):
         p = pt.get(config, {}).get("eager")
         ra, pa = acc_by_seed(r), acc_by_seed(p) if p else {}
@@ -444,7 +478,7 @@ def pytorch_start_text(records, seed):
 
 def markdown(records, targets, meta):
     out = ["### mlp.cu vs PyTorch on %s, %s" % (meta["gpu"] or "unknown GPU", meta["date"]), ""]
-    fp32_peak, tf32_peak = peaks_for(meta["gpu"])
+    fp32_peak, tf32_peak, bf16_peak = peaks_for(meta["gpu"])
     start = pytorch_start_text(records, meta["seed"])
     out.append("%s, %s training images, %d epochs per run (the first %d a warm-up; median of the rest), "
                "the whole dataset on the GPU, SGD momentum 0.9. small = 784,128,10 sigmoid, batch 64, lr 0.1; "
@@ -453,7 +487,8 @@ def markdown(records, targets, meta):
                "sample; %% of peak is against %s. Speed-ups are PyTorch's epoch time over ours.%s"
                % (meta["dataset"], meta["n_train"] if meta["n_train"] else "?", meta["epochs"], meta["warmup"],
                   meta["torch"] or "(not run)",
-                  ("dense FP32 %g / TF32 %g TFLOP/s" % (fp32_peak, tf32_peak)) if fp32_peak
+                  ("dense FP32 %g / TF32 %g / BF16 %g TFLOP/s, by each row's matmul precision"
+                   % (fp32_peak, tf32_peak, bf16_peak)) if fp32_peak
                   else "nothing (peak unknown for this GPU)",
                   (" " + start) if start else ""))
     out.append("")
@@ -467,7 +502,7 @@ def markdown(records, targets, meta):
         out.append("")
         out.append("Best compile mode: " + ", ".join("%s %s" % bc for bc in bcs) + ".")
     out.append("")
-    out.append("Targets (issue 6):")
+    out.append("Targets (issues 6 and 21):")
     out.append("")
     for name, res, detail in targets:
         out.append("- %s: **%s** (%s)" % (name, res, detail))
@@ -548,8 +583,8 @@ def main():
 
     records = []
     if not args.skip_ours:
-        for config, mode, flags, tf32 in OUR_RUNS:
-            records.append(run_ours(args.trainer, config, mode, flags, tf32, args, n_train, gpu))
+        for config, mode, flags, precision in OUR_RUNS:
+            records.append(run_ours(args.trainer, config, mode, flags, precision, args, n_train, gpu))
             records[-1]["seed"] = args.seed
     if args.pytorch_json:
         records += load_pytorch_json(args.pytorch_json)
@@ -558,9 +593,9 @@ def main():
     # accuracy-only runs with the other seeds (see DEFAULT_ACC_SEEDS): ours, and PyTorch eager
     for seed in range(args.seed + 1, args.seed + args.acc_seeds):
         if not args.skip_ours:
-            for rec, (config, mode, flags, tf32) in zip(records, OUR_RUNS):
+            for rec, (config, mode, flags, precision) in zip(records, OUR_RUNS):
                 if rec.get("status") == "ok":
-                    extra = run_ours(args.trainer, config, mode, flags, tf32, args, n_train, gpu, seed=seed)
+                    extra = run_ours(args.trainer, config, mode, flags, precision, args, n_train, gpu, seed=seed)
                     rec.setdefault("acc_seeds", {})[str(seed)] = extra.get("test_acc")
         if not args.skip_pytorch and not args.pytorch_json:
             for p in run_pytorch(args, seed=seed, modes="eager"):
@@ -594,7 +629,7 @@ def main():
     if pytorch_start_text(records, args.seed):
         print(pytorch_start_text(records, args.seed))
     print()
-    print("targets (issue 6):")
+    print("targets (issues 6 and 21):")
     for name, res, detail in targets:
         print("  %-7s %s: %s" % (res, name, detail))
     write_outputs(records, targets, meta, args.out_dir)

@@ -444,7 +444,7 @@ def plot(rows, png_path):
              ("pytorch", "tf32"): dict(color="C1", ls="--", marker="s", mfc="white")}
     fig, axes = plt.subplots(2, len(batches), figsize=(4.2 * len(batches) + 1, 8.5), sharex=True, sharey="row",
                              squeeze=False)
-    fp32_peak, tf32_peak = bench.peaks_for(m["gpu"])
+    fp32_peak, tf32_peak, _ = bench.peaks_for(m["gpu"])
     for j, b in enumerate(batches):
         for i, (key, ylabel) in enumerate((("samples_per_s", "samples/s"), ("tflops", "TFLOP/s"))):
             ax = axes[i][j]

@@ -4,7 +4,8 @@ everything else is made: the planner's table (kernels/fast/planner.cuh) and the 
 instantiates the kernels (kernels/fast/launch.cuh). Adding a configuration is one line here.
 
 Each is a row of an X-macro list: MF_FP32_CONFIGS (kernels/fast/fp32_tiles.cuh), MF_MMA_CONFIGS
-(mma.sync, kernels/fast/mma_tf32.cuh) and MF_WGMMA_CONFIGS (wgmma, kernels/fast/wgmma_tf32.cuh):
+(mma.sync, kernels/fast/mma_tf32.cuh), MF_3XTF32_CONFIGS (FP32 through the same mma.sync kernel)
+and MF_WGMMA_CONFIGS (wgmma, kernels/fast/wgmma_tf32.cuh):
     ID             the configuration's name in plans and in the tuned table (unique per precision:
                    the FP32 list, and the two TF32 lists together)
     the tile       FP32: block BM x BN, K step BK, TM x TN per thread, ST pipeline stages;
@@ -25,38 +26,53 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 #ifndef MLP_FAST_CONFIGS_CUH
 #define MLP_FAST_CONFIGS_CUH
 
-#include "matmul_fast.h"  // MF_FWD, MF_DINP, MF_DWEIGHT, MF_TF32_ROUND, MF_TF32_EXACT
+#include "matmul_fast.h"  // MF_FWD, MF_DINP, MF_DWEIGHT, MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16
 
-// the BUILT bit of product prod (MfProduct) in precision tf32 (0, MF_TF32_ROUND, MF_TF32_EXACT)
-#define MF_BUILT(prod, tf32) (1 << ((prod) * 3 + (tf32)))
+// the BUILT bit of product prod (MfProduct) in precision tf32 (0, MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16)
+#define MF_BUILT(prod, tf32) (1 << ((prod) * 4 + (tf32)))
 #define MF_BUILT_FP32 (MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0))
 // what the trainer passes in TF32: its forward products' operands are TF32 values (-x 1)
 #define MF_BUILT_TRAINER_TF32 \
     (MF_BUILT(MF_FWD, MF_TF32_EXACT) | MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND))
-#define MF_BUILT_EVERYWHERE 0x1FF
+// and in BF16 (-x 2): every product rounds its FP32 operands
+#define MF_BUILT_TRAINER_BF16 (MF_BUILT(MF_FWD, MF_BF16) | MF_BUILT(MF_DINP, MF_BF16) | MF_BUILT(MF_DWEIGHT, MF_BF16))
+#define MF_BUILT_EVERYWHERE 0xFFF
 
 // X(ID, BM, BN, BK, TM, TN, ST, EFF, FILL, OCC, BUILT)
-// (8: the tuned table's pick for the big model's forward and dinp products, batch 1024)
+// (8: the tuned table's pick for the big model's forward and dinp products, batch 1024, before
+// 3xTF32 took them: built only in dev/cuda now, where its sweeps time it beside 3xTF32)
 #define MF_FP32_CONFIGS(X)                                        \
     X(0, 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, MF_BUILT_FP32)   \
     X(1, 64, 64, 16, 4, 4, 4, 0.61f, 19.0f, 3, MF_BUILT_FP32)    \
     X(2, 32, 64, 32, 4, 4, 3, 0.52f, 30.0f, 3, MF_BUILT_FP32)    \
     X(3, 32, 32, 32, 4, 4, 4, 0.50f, 1.5f, 4, MF_BUILT_FP32)     \
     X(4, 32, 64, 16, 4, 4, 4, 3.00f, 13.0f, 4, MF_BUILT_FP32)    \
-    X(8, 128, 128, 16, 8, 8, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0))
+    X(8, 128, 128, 16, 8, 8, 3, 0.00f, 0.0f, 1, 0)
 
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
 // (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256;
-// 7 and 10: its picks for the big model's dinp and dweight products, batch 1024)
-#define MF_MMA_CONFIGS(X)                                                      \
-    X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32)        \
-    X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32)        \
-    X(2, 32, 32, 32, 16, 16, 4, 0.89f, 1.0f, 1, MF_BUILT_TRAINER_TF32)         \
-    X(3, 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, MF_BUILT_TRAINER_TF32)       \
-    X(4, 64, 64, 16, 32, 16, 4, 1.40f, 4.0f, 1, MF_BUILT_TRAINER_TF32)         \
-    X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))  \
-    X(7, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND)) \
-    X(10, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND))
+// 7 and 10: its picks for the big model's dinp and dweight products, batch 1024, and in BF16 for
+// every product of the big model. The BF16 kernels are the same tiles with mma.m16n8k16: the cost
+// model's numbers, fitted to TF32, rank them too)
+#define MF_MMA_CONFIGS(X)                                                                              \
+    X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
+    X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
+    X(2, 32, 32, 32, 16, 16, 4, 0.89f, 1.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
+    X(3, 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)       \
+    X(4, 64, 64, 16, 32, 16, 4, 1.40f, 4.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
+    X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))                      \
+    X(7, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1,                                                     \
+      MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_FWD, MF_BF16) | MF_BUILT(MF_DINP, MF_BF16))       \
+    X(10, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_BF16))
+
+// FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul_fast.h): the mma.sync kernel's
+// tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the tuned
+// table picks them, for the big model's products, where three TF32 products cost less than one
+// FP32 product on the CUDA cores.
+// X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
+#define MF_3XTF32_CONFIGS(X)                                                                 \
+    X(20, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0))                          \
+    X(21, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0))
 
 // X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
 // (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256;
@@ -72,6 +88,9 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 #ifndef MF_EXTRA_MMA_CONFIGS
 #define MF_EXTRA_MMA_CONFIGS(X)
 #endif
+#ifndef MF_EXTRA_3XTF32_CONFIGS
+#define MF_EXTRA_3XTF32_CONFIGS(X)
+#endif
 #ifndef MF_EXTRA_WGMMA_CONFIGS
 #define MF_EXTRA_WGMMA_CONFIGS(X)
 #endif
@@ -80,6 +99,7 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 #endif
 #define MF_ALL_FP32_CONFIGS(X) MF_FP32_CONFIGS(X) MF_EXTRA_FP32_CONFIGS(X)
 #define MF_ALL_MMA_CONFIGS(X) MF_MMA_CONFIGS(X) MF_EXTRA_MMA_CONFIGS(X)
+#define MF_ALL_3XTF32_CONFIGS(X) MF_3XTF32_CONFIGS(X) MF_EXTRA_3XTF32_CONFIGS(X)
 #define MF_ALL_WGMMA_CONFIGS(X) MF_WGMMA_CONFIGS(X) MF_EXTRA_WGMMA_CONFIGS(X)
 // a row's BUILT bits in this build
 #define MF_BUILT_HERE(BUILT) (MF_BUILD_ALL ? MF_BUILT_EVERYWHERE : (BUILT))

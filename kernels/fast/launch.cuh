@@ -12,7 +12,7 @@ is built: each kernels/fast/matmul_fast_<product>.cu compiles the kernels of one
 
 #include "configs.cuh"     // the lists
 #include "fp32_tiles.cuh"  // matmul_fast_fp32_kernel
-#include "mma_tf32.cuh"    // matmul_fast_tf32_kernel
+#include "mma_tf32.cuh"    // matmul_fast_mma_kernel
 #include "pdl.cuh"         // pdl_available
 #include "wgmma_tf32.cuh"  // matmul_fast_wgmma_kernel
 
@@ -58,12 +58,25 @@ static void mf_launch_kernel(dim3 grid, int threads, int smem_floats, int pdl, c
     cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, a.C, a.A, a.B, a.M, a.N, a.K, a.kchunk, a.vec, a.split, a.epi));
 }
 
-// Launches configuration cfg of product PROD in precision TF32 (0, MF_TF32_ROUND, MF_TF32_EXACT);
-// false when this build has no such kernel. The operands' layouts follow from the product:
+// Launches configuration cfg of product PROD in precision TF32 (0, MF_TF32_ROUND, MF_TF32_EXACT,
+// MF_BF16); false when this build has no such kernel. The operands' layouts follow from the product:
 // forward A (M, K) and B (N, K) "NT", dinp A (M, K) and B (K, N) "NN", dweight (K, M) and (K, N) "TN".
-// MF_TF32_EXACT takes the mma.sync kernels without their rounding (RND = false) and, for the forward
-// layout only, the wgmma kernel without its rounding pass; elsewhere the wgmma kernel rounds (the
-// same products on TF32 values: rounding one changes nothing).
+// MF_TF32_EXACT takes the mma.sync kernels without their rounding and, for the forward layout only,
+// the wgmma kernel without its rounding pass; elsewhere the wgmma kernel rounds (the same products on
+// TF32 values: rounding one changes nothing). MF_BF16 is the mma.sync kernels' only (wgmma takes its
+// operands from shared memory, where they are FP32 here).
+// a case of the switch below for an mma.sync configuration, in precision MMA_PREC (a macro defined
+// where it is expanded)
+#define MF_MMA_CASE(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)                                             \
+        case ID:                                                                                                   \
+            if constexpr ((MF_BUILT_HERE(BUILT) & bit) != 0) {                                                     \
+                mf_launch_kernel<matmul_fast_mma_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, MMA_PREC>>(           \
+                    grid, (BM / WM) * (BN / WN) * 32, mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8), pdl, stream, \
+                    a);                                                                                            \
+                return true;                                                                                       \
+            }                                                                                                      \
+            return false;
+
 template <int PROD, int TF32>
 static bool mf_launch_mode(int cfg, dim3 grid, int pdl, cudaStream_t stream, const MfArgs &a) {
     constexpr bool A_KC = PROD != MF_DWEIGHT, B_KC = PROD == MF_FWD;
@@ -80,25 +93,19 @@ static bool mf_launch_mode(int cfg, dim3 grid, int pdl, cudaStream_t stream, con
             return false;
             MF_ALL_FP32_CONFIGS(MF_CASE)
 #undef MF_CASE
+#define MMA_PREC MF_TF32X3   // FP32 as 3xTF32 (kernels/fast/matmul_fast.h)
+            MF_ALL_3XTF32_CONFIGS(MF_MMA_CASE)
+#undef MMA_PREC
         }
     } else {
-        constexpr bool RND_MMA = TF32 != MF_TF32_EXACT;
         constexpr bool RND_WG = !(TF32 == MF_TF32_EXACT && A_KC && B_KC);
         switch (cfg) {
-#define MF_CASE(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)                                                 \
-        case ID:                                                                                                   \
-            if constexpr ((MF_BUILT_HERE(BUILT) & bit) != 0) {                                                     \
-                mf_launch_kernel<matmul_fast_tf32_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC, RND_MMA>>(            \
-                    grid, (BM / WM) * (BN / WN) * 32, mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8), pdl, stream, \
-                    a);                                                                                            \
-                return true;                                                                                       \
-            }                                                                                                      \
-            return false;
-            MF_ALL_MMA_CONFIGS(MF_CASE)
-#undef MF_CASE
+#define MMA_PREC TF32
+            MF_ALL_MMA_CONFIGS(MF_MMA_CASE)
+#undef MMA_PREC
 #define MF_CASE(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)                                                            \
         case ID:                                                                                                   \
-            if constexpr (MF_HAVE_WGMMA && (MF_BUILT_HERE(BUILT) & bit) != 0) {                                    \
+            if constexpr (MF_HAVE_WGMMA && TF32 != MF_BF16 && (MF_BUILT_HERE(BUILT) & bit) != 0) {                 \
                 mf_launch_kernel<matmul_fast_wgmma_kernel<WGS, NB, ST, A_KC, B_KC, RND_WG>>(                       \
                     grid, 128 * WGS, mf_wg_smem_floats(WGS, NB, ST, A_KC, B_KC), pdl, stream, a);                  \
                 return true;                                                                                       \
@@ -116,10 +123,11 @@ template <int PROD>
 static void mf_launch_product(int tf32, int cfg, dim3 grid, int pdl, cudaStream_t stream, const MfArgs &a) {
     const bool done = tf32 == 0               ? mf_launch_mode<PROD, 0>(cfg, grid, pdl, stream, a)
                       : tf32 == MF_TF32_ROUND ? mf_launch_mode<PROD, MF_TF32_ROUND>(cfg, grid, pdl, stream, a)
-                                              : mf_launch_mode<PROD, MF_TF32_EXACT>(cfg, grid, pdl, stream, a);
+                      : tf32 == MF_TF32_EXACT ? mf_launch_mode<PROD, MF_TF32_EXACT>(cfg, grid, pdl, stream, a)
+                                              : mf_launch_mode<PROD, MF_BF16>(cfg, grid, pdl, stream, a);
     if (!done) {
         static const char *const names[] = {"forward", "dinp", "dweight"};
-        fprintf(stderr, "error: matmul_fast: no kernel for configuration %d of the %s product with tf32 = %d in this "
+        fprintf(stderr, "error: matmul_fast: no kernel for configuration %d of the %s product with precision %d in this "
                         "build ---> try: the lists of kernels/fast/configs.cuh\n", cfg, names[PROD], tf32);
         exit(EXIT_FAILURE);
     }

@@ -40,7 +40,7 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
     tf32 = mf_tf32_here(prod, tf32);
     const MatmulFastCfg *c = mf_cfg(tf32, p->cfg);
     if (c == NULL) {
-        fprintf(stderr, "error: matmul_fast: this build has no kernel for the %s product with tf32 = %d ---> try: "
+        fprintf(stderr, "error: matmul_fast: this build has no kernel for the %s product in precision %d ---> try: "
                         "the lists of kernels/fast/configs.cuh\n", names[prod], tf32);
         exit(EXIT_FAILURE);
     }
@@ -98,8 +98,9 @@ void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weig
 
 size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
     size_t need = 0;
-    for (int tf32 = 0; tf32 <= MF_TF32_ROUND; tf32++) {
-        const MatmulFastPlan p = matmul_fast_plan(MF_DWEIGHT, OUT, IN, B, tf32, 1);
+    static const int precisions[] = {0, MF_TF32_ROUND, MF_BF16};   // what the trainer passes for dweight
+    for (int i = 0; i < 3; i++) {
+        const MatmulFastPlan p = matmul_fast_plan(MF_DWEIGHT, OUT, IN, B, precisions[i], 1);
         if (p.splits > 1 && !p.cluster) {
             const size_t n = (size_t)p.splits * OUT * IN;
             if (n > need) need = n;

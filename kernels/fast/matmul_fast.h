@@ -17,14 +17,19 @@ act is one of ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE (common/mlp.h); act' is 
 activation's OUTPUT y: sigmoid' = y(1-y), relu' = (y > 0), tanh' = 1 - y^2, none' = 1.
 
 Precision (the launchers' tf32 argument):
-    0              FP32 on the CUDA cores (FFMA), every product.
+    0              FP32: on the CUDA cores (FFMA), or for the big products the planner's tuned table
+                   names, on the tensor cores as 3xTF32 (MF_TF32X3 below), within FP32's tolerances.
     MF_TF32_ROUND  TF32 tensor cores; the kernels round every operand to TF32 on the way in.
     MF_TF32_EXACT  TF32 tensor cores on operands that are TF32 values already (round_tf32 applied by
                    whoever wrote them), which the kernels then take as they are. Rounding a TF32 value
                    changes nothing, so the products equal MF_TF32_ROUND's on such operands.
+    MF_BF16        BF16 tensor cores (mma.sync m16n8k16); the kernels round every FP32 operand to
+                   BF16 (to nearest even) on the way in and add the products in FP32. Operands,
+                   outputs and everything around the products stay FP32.
 The trainer's build compiles what the trainer passes: FP32 everywhere, MF_TF32_EXACT for the forward
-product (-x 1 keeps its operands TF32 values) and MF_TF32_ROUND for dinp and dweight. Another
-combination there stops with a message naming it; dev/cuda's build compiles every combination.
+product (-x 1 keeps its operands TF32 values) and MF_TF32_ROUND for dinp and dweight, MF_BF16 for
+every product (-x 2). Another combination there stops with a message naming it; dev/cuda's build
+compiles every combination.
 
 The launchers only enqueue kernels (no allocation, no synchronisation), so they can be captured into
 a CUDA graph. Any sizes work (B = 1, widths like 37). Results are bitwise reproducible: every sum runs
@@ -36,8 +41,15 @@ in a fixed order, K splits included, and there are no atomics.
 #include <cuda_runtime.h>
 #include <stddef.h>
 
-// the tf32 argument (0: FP32)
-enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2 };
+// the tf32 argument, the products' precision (0: FP32)
+enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2, MF_BF16 = 3 };
+// Not an argument: how the FP32 configurations of kind MF_KIND_3XTF32 run on the tensor cores. Each
+// FP32 operand x is split into big = tf32(x) and small = x - big (exact, at most 2^-11 |x|, which the
+// tensor cores truncate to TF32: 2^-21 |x| at most), and a product is a_big b_big + a_big b_small +
+// a_small b_big: three TF32 products that together keep about 20 of FP32's 24 bits (the dropped
+// a_small b_small is at most 2^-22 of the product), at three times TF32's work. The tensor cores sum
+// each BK step of K, and FADD adds those sums up (kernels/fast/mma_tf32.cuh says why).
+enum { MF_TF32X3 = 4 };
 
 // SGD fused into the weight gradient's epilogue (kernels/sgd.cuh's step): once dW[i] is complete, the
 // thread that holds it updates the parameter and its momentum, laid out like dW. Nothing may read W
@@ -67,7 +79,7 @@ void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weig
 void matmul_backward_dweight_fast(float *dweight, const float *dout, const float *inp, int B, int IN, int OUT,
                                   float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream);
 
-// floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT) in FP32 or TF32; 0: none
+// floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT) in any precision; 0: none
 size_t matmul_fast_scratch_floats(int B, int IN, int OUT);
 
 // ----------------------------------------------------------------------------
@@ -109,12 +121,13 @@ int matmul_fast_plan_fixed(MatmulFastPlan *p, MfProduct prod, int M, int N, int 
 void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const float *A, const float *B, int M,
                      int N, int K, const MatmulFastEpi *epi, float *scratch, int tf32, int pdl, cudaStream_t stream);
 
-// the tile configurations of this build, for dev/cuda's sweeps: `count` of FP32 (tf32 0) or TF32 ones
+// the tile configurations of this build, for dev/cuda's sweeps: `count` of FP32 (tf32 0) or tensor-core
+// ones (any other tf32: the TF32 and BF16 kernels share their tiles)
 typedef struct {
     int id;              // what plans and the tuned table call it
     int kind;            // MF_KIND_*
     int bm, bn, bk;      // block tile M x N, K step
-    int tm, tn;          // FP32: a thread's register block; TF32: a warp's (mma.sync) or warpgroup's (wgmma) tile
+    int tm, tn;          // FP32: a thread's register block; else a warp's (mma.sync) or warpgroup's (wgmma) tile
     int st;              // pipeline stages
     float eff, fill;     // the cost model (planner.cuh); eff 0: never picked by it
     int occ;             // blocks per SM the cost model assumes
@@ -122,7 +135,7 @@ typedef struct {
     int threads;         // threads per block
     const char *name;
 } MatmulFastCfg;
-enum { MF_KIND_FP32 = 0, MF_KIND_MMA = 1, MF_KIND_WGMMA = 2 };
+enum { MF_KIND_FP32 = 0, MF_KIND_MMA = 1, MF_KIND_WGMMA = 2, MF_KIND_3XTF32 = 3 };
 const MatmulFastCfg *matmul_fast_configs(int tf32, int *count);
 
 // whether this build and GPU split K through thread-block clusters (else through scratch, dweight only)

@@ -35,11 +35,15 @@ only where the caller gives scratch for the partial sums (the weight gradient).
 #define MF_ROW_WGMMA(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)                                                   \
     {ID, MF_KIND_WGMMA, 64 * WGS, 64 * NB, 32, 64, 64 * NB, ST, EFF, FILL, OCC, MF_BUILT_HERE(BUILT), 128 * WGS, \
      "wgmma " #WGS "x" #NB " warpgroups x 64-blocks s" #ST},
-static const MatmulFastCfg mf_fp32_cfgs[] = {MF_ALL_FP32_CONFIGS(MF_ROW_FP32)};
+#define MF_ROW_3XTF32(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)                                        \
+    {ID, MF_KIND_3XTF32, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, MF_BUILT_HERE(BUILT), (BM / WM) * (BN / WN) * 32, \
+     "3xTF32 " #BM "x" #BN "x" #BK " w" #WM "x" #WN " s" #ST},
+static const MatmulFastCfg mf_fp32_cfgs[] = {MF_ALL_FP32_CONFIGS(MF_ROW_FP32) MF_ALL_3XTF32_CONFIGS(MF_ROW_3XTF32)};
 static const MatmulFastCfg mf_tf32_cfgs[] = {MF_ALL_MMA_CONFIGS(MF_ROW_MMA) MF_ALL_WGMMA_CONFIGS(MF_ROW_WGMMA)};
 #undef MF_ROW_FP32
 #undef MF_ROW_MMA
 #undef MF_ROW_WGMMA
+#undef MF_ROW_3XTF32
 #define MF_NUM_FP32_CFGS ((int)(sizeof(mf_fp32_cfgs) / sizeof(mf_fp32_cfgs[0])))
 #define MF_NUM_TF32_CFGS ((int)(sizeof(mf_tf32_cfgs) / sizeof(mf_tf32_cfgs[0])))
 
@@ -158,12 +162,23 @@ static const MatmulFastTuned mf_tuned[] = {
     {MF_FWD, 1024, 4096, 4096, MF_TF32_ROUND, 7, 1},
     {MF_DINP, 1024, 4096, 4096, MF_TF32_ROUND, 7, 1},
     {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_ROUND, 10, 1},
-    // and FP32 there: every product fills the GPU alone, so the fastest alone is the pick (the wide
-    // model's FP32 picks are the cost model's, above); dweight 784 -> 4096's cost-model pick was level
-    {MF_FWD, 1024, 4096, 784, 0, 8, 1},
-    {MF_FWD, 1024, 4096, 4096, 0, 8, 1},
-    {MF_DINP, 1024, 4096, 4096, 0, 8, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, 0, 0, 1},
+    // BF16 there: the TF32 (MF_TF32_ROUND) picks' tiles, with mma.m16n8k16
+    {MF_FWD, 1024, 4096, 784, MF_BF16, 7, 1},
+    {MF_DINP, 1024, 784, 4096, MF_BF16, 7, 4},
+    {MF_DWEIGHT, 4096, 784, 1024, MF_BF16, 10, 1},
+    {MF_FWD, 1024, 4096, 4096, MF_BF16, 7, 1},
+    {MF_DINP, 1024, 4096, 4096, MF_BF16, 7, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, MF_BF16, 10, 1},
+    // and FP32 there: 3xTF32 on the tensor cores (configurations 20 and 21: MF_TF32X3, kernels/fast/
+    // matmul_fast.h), the same tiles as TF32's picks, the fastest of `matmul_forward sweep CSV big fp32`
+    // on an H100 (101-114% of cuBLAS's FP32 SGEMM on these shapes, where FP32 on the CUDA cores reached
+    // 80-92%)
+    {MF_FWD, 1024, 4096, 784, 0, 20, 1},
+    {MF_DINP, 1024, 784, 4096, 0, 21, 2},
+    {MF_DWEIGHT, 4096, 784, 1024, 0, 21, 1},
+    {MF_FWD, 1024, 4096, 4096, 0, 20, 1},
+    {MF_DINP, 1024, 4096, 4096, 0, 21, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, 0, 21, 1},
 };
 
 // the tuned table's entry for this product, if it has one, this GPU is the one it was measured on,
