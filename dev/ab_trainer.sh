@@ -3,7 +3,8 @@
 # the machine's drift hits both alike. Prints one line per repetition and build: the median epoch
 # (epochs 2-5 of a 5-epoch run: the first one captures the CUDA graphs) of the wide model in TF32
 # and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one (784,128,10 sigmoid, batch 64);
-# with MODEL=big, of the big model in TF32 and in FP32 instead (784,4096,4096,10 relu, batch 1024, lr 0.05).
+# with MODEL=big, of the big model in TF32, FP32 and BF16 instead (784,4096,4096,10 relu, batch 1024,
+# lr 0.05; a build without -x 2 prints FAIL for BF16).
 #   bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY (default ./train_mlp_fast)] [REPS (default 3)]
 # e.g. build the old code in another checkout:  git worktree add /tmp/old main && make -C /tmp/old train_fast
 #   bash dev/ab_trainer.sh /tmp/old/train_mlp_fast
@@ -40,7 +41,8 @@ for rep in $(seq 1 "$REPS"); do
         [ $v = old ] && b=$OLD
         if [ "${MODEL:-}" = big ]; then
             echo "rep $rep $v | big tf32 $(epoch_ms "$b" -m 784,4096,4096,10 -a relu -b 1024 -l 0.05 -x 1) ms" \
-                 "| big fp32 $(epoch_ms "$b" -m 784,4096,4096,10 -a relu -b 1024 -l 0.05) ms"
+                 "| big fp32 $(epoch_ms "$b" -m 784,4096,4096,10 -a relu -b 1024 -l 0.05) ms" \
+                 "| big bf16 $(epoch_ms "$b" -m 784,4096,4096,10 -a relu -b 1024 -l 0.05 -x 2) ms"
         else
             echo "rep $rep $v | wide tf32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256 -x 1) ms" \
                  "| wide fp32 $(epoch_ms "$b" -m 784,1024,1024,10 -a relu -b 256) ms | small $(epoch_ms "$b" -b 64) ms"

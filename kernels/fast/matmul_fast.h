@@ -24,7 +24,7 @@ Precision (the launchers' tf32 argument):
                    whoever wrote them), which the kernels then take as they are. Rounding a TF32 value
                    changes nothing, so the products equal MF_TF32_ROUND's on such operands.
     MF_BF16        BF16 tensor cores (mma.sync m16n8k16); the kernels round every FP32 operand to
-                   BF16 (to nearest even) on the way in and add the products in FP32. Operands,
+                   BF16 (to nearest) on the way in and add the products in FP32. Operands,
                    outputs and everything around the products stay FP32.
 The trainer's build compiles what the trainer passes: FP32 everywhere, MF_TF32_EXACT for the forward
 product (-x 1 keeps its operands TF32 values) and MF_TF32_ROUND for dinp and dweight, MF_BF16 for

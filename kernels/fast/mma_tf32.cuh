@@ -15,8 +15,8 @@ TF32 is opt-in (-x 1): the results differ from FP32 in the 3rd or 4th digit; BF1
 or 3rd.
 Rounding: the tensor cores read the top 19 bits of each float as they find them (truncation), so
 every element is rounded to nearest (as round_tf32 does: mf_to_tf32) as it is loaded into a fragment, unless
-the operands are TF32 values already (PREC MF_TF32_EXACT). BF16: cvt.rn.bf16x2.f32 rounds two floats
-to nearest even and packs them into one register.
+the operands are TF32 values already (PREC MF_TF32_EXACT). BF16: two floats are rounded to nearest
+(ties away from zero) and packed into one register (mf_pack_bf16).
 
 Fragment layouts (PTX ISA, mma.m16n8k8 .tf32), g = lane / 4, q = lane % 4:
   a0 (g, q) a1 (g+8, q) a2 (g, q+4) a3 (g+8, q+4)        A is 16 x 8 (row, k)
@@ -67,11 +67,12 @@ __device__ __forceinline__ void mf_mma_tf32_from0(float* d, const uint32_t* a, c
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
 }
 
-// two floats rounded to BF16 (to nearest even) in one register: lo in the low half, hi in the high
+// two floats rounded to BF16 in one register, lo in the low half, hi in the high: to nearest, ties
+// away from zero (add half of the 16 dropped bits' range), then the two high halves side by side
+// (one byte permute). Three integer instructions, where cvt.rn.bf16x2.f32 (ties to even) is one
+// conversion: the same values except on exact ties. (Like mf_to_tf32, it may turn a NaN into an Inf.)
 __device__ __forceinline__ uint32_t mf_pack_bf16(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));   // (the first source goes high)
-    return r;
+    return __byte_perm(__float_as_uint(lo) + 0x8000u, __float_as_uint(hi) + 0x8000u, 0x7632);
 }
 
 __device__ __forceinline__ void mf_mma_bf16(float* c, const uint32_t* a, const uint32_t* b) {
