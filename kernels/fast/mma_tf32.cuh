@@ -12,7 +12,9 @@ the registers.
 Why: one mma.sync.m16n8k8 does 16 x 8 x 8 = 1024 multiply-adds, 32 per thread of the warp, where
 the FP32 kernel issues an FFMA per multiply-add; the price is the operands' precision, with FP32 sums.
 TF32 is opt-in (-x 1): the results differ from FP32 in the 3rd or 4th digit; BF16 (-x 2) in the 2nd
-or 3rd.
+or 3rd. The same kernel also computes FP32 as 3xTF32 (MF_TF32X3, kernels/fast/matmul_fast.h: each
+operand split into a TF32 value and the TF32 rest, three TF32 products), which the planner uses for
+FP32 products large enough that three tensor-core products cost less than one on the CUDA cores.
 Rounding: the tensor cores read the top 19 bits of each float as they find them (truncation), so
 every element is rounded to nearest (as round_tf32 does: mf_to_tf32) as it is loaded into a fragment, unless
 the operands are TF32 values already (PREC MF_TF32_EXACT). BF16: two floats are rounded to nearest
