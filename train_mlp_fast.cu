@@ -16,7 +16,9 @@ fast kernels of kernels/fast/ and three ways to cut the time between them:
 
 Paths (-f): 1 (the default) replays CUDA graphs; 0 launches the same kernels on the same streams
 from the host, step by step: what the graphs save, measured by running both.
-Precision (-x): 0 FP32; 1 TF32 tensor cores in the matmuls (the forward products' operands are
+Precision (-x): 0 FP32 (on the CUDA cores, or, for the large products the planner's tuned table
+names, as 3xTF32 on the tensor cores, within the same tolerances: kernels/fast/matmul_fast.h);
+1 TF32 tensor cores in the matmuls (the forward products' operands are
 kept as TF32 values: model_forward says how); 2 BF16 tensor cores in the matmuls: mixed precision,
 where only the matmuls' operands are rounded to BF16 (inside the kernels, as they are loaded) and
 everything else stays FP32: the weights (the "master weights"), the momentum and the update, the

@@ -7,9 +7,9 @@ Each is a row of an X-macro list: MF_FP32_CONFIGS (kernels/fast/fp32_tiles.cuh),
 (mma.sync, kernels/fast/mma_tf32.cuh), MF_3XTF32_CONFIGS (FP32 through the same mma.sync kernel)
 and MF_WGMMA_CONFIGS (wgmma, kernels/fast/wgmma_tf32.cuh):
     ID             the configuration's name in plans and in the tuned table (unique per precision:
-                   the FP32 list, and the two TF32 lists together)
+                   the FP32 and 3xTF32 lists together, and the mma.sync and wgmma lists together)
     the tile       FP32: block BM x BN, K step BK, TM x TN per thread, ST pipeline stages;
-                   mma.sync: block BM x BN, K step BK, WM x WN per warp, ST stages;
+                   mma.sync and 3xTF32: block BM x BN, K step BK, WM x WN per warp, ST stages;
                    wgmma: WGS warpgroups (BM = 64 WGS), NB 64-column blocks (BN = 64 NB), ST stages
     EFF, FILL, OCC the cost model (planner.cuh mf_cost); EFF 0: the cost model never picks it
     BUILT          the products and precisions it is compiled for (MF_BUILT bits): a kernel is one

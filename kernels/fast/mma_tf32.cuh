@@ -122,8 +122,8 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
 
     // acc: the sums. 3xTF32 sums each BK step of K on the tensor cores (tile) and adds that to acc with
     // FADD: the tensor cores' FP32 sums round toward zero at every mma.sync, an error that grows with
-    // the size of the running sum and, being one-sided, with K (at K = 4096 on an H100, 1e-5 of the
-    // result in one running sum: above FP32's tolerances); a BK step's sum is small and short, and
+    // the size of the running sum and, being one-sided, with K (at the big model's K = 4096, one
+    // running sum broke FP32's tolerances: dev/NOTES.md); a BK step's sum is small and short, and
     // FADD rounds to nearest, so the sum over K carries FP32's own error, as on the CUDA cores.
     float acc[MI][NI][4], tile[X3 ? MI : 1][X3 ? NI : 1][4];
     #pragma unroll

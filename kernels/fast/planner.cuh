@@ -170,9 +170,9 @@ static const MatmulFastTuned mf_tuned[] = {
     {MF_DINP, 1024, 4096, 4096, MF_BF16, 7, 1},
     {MF_DWEIGHT, 4096, 4096, 1024, MF_BF16, 10, 1},
     // and FP32 there: 3xTF32 on the tensor cores (configurations 20 and 21: MF_TF32X3, kernels/fast/
-    // matmul_fast.h), the same tiles as TF32's picks, the fastest of `matmul_forward sweep CSV big fp32`
-    // on an H100 (101-114% of cuBLAS's FP32 SGEMM on these shapes, where FP32 on the CUDA cores reached
-    // 80-92%)
+    // matmul_fast.h), the same tiles as TF32's picks: the fastest FP32 configurations of
+    // `matmul_forward sweep CSV big fp32` on an H100, level with cuBLAS's SGEMM or ahead of it, where
+    // FP32 on the CUDA cores was behind (dev/NOTES.md)
     {MF_FWD, 1024, 4096, 784, 0, 20, 1},
     {MF_DINP, 1024, 784, 4096, 0, 21, 2},
     {MF_DWEIGHT, 4096, 784, 1024, 0, 21, 1},
