@@ -11,11 +11,14 @@ mlp.cu and PyTorch, as a table and a picture.
 
 The sweep: the model 784,H,H,10 with relu, H in 128 .. 8192 (--hidden), batch B in 64 .. 4096
 (--batches), SGD lr 0.05 momentum 0.9, on the dataset bench.py finds (bench.default_data_dir:
-Fashion-MNIST where the trainers look for it). For each (H, B), four runs:
+Fashion-MNIST where the trainers look for it). For each (H, B), six runs:
     mlp.cu FP32    ./train_mlp_fast -x 0        (CUDA graphs, the default path)
     mlp.cu TF32    ./train_mlp_fast -x 1
+    mlp.cu BF16    ./train_mlp_fast -x 2
     PyTorch FP32   bench_pytorch.py's training loop (run_one), mode eager
     PyTorch TF32   the same, mode eager_tf32
+    PyTorch BF16   the same, mode autocast_bf16
+(--precisions fp32,tf32 runs the first two kinds only, as the sweep did before BF16.)
 Every run trains --epochs epochs of the same number of steps S (train_mlp_fast -t S, and
 run_one's steps cap), full batches of B rows; the first --warmup epochs (CUDA-graph capture,
 cuBLAS heuristics) are left out and the step time is the median epoch time of the rest over S.
@@ -37,7 +40,7 @@ points; the PNG is drawn at the end (--plot-only CSV redraws it and the table fr
 the CSV's directory or --out-dir).
 
 Files (--out-dir, default dev/out/scaling):
-    scaling.csv   one row per run: hidden, batch, impl (mlp.cu|pytorch), precision (fp32|tf32),
+    scaling.csv   one row per run: hidden, batch, impl (mlp.cu|pytorch), precision (fp32|tf32|bf16),
                   status, steps, epochs, warmup, step_ms, samples_per_s, tflops, peak_mem_mb
                   (ours: device memory the trainer allocated; PyTorch: torch's peak, dataset
                   included), wall_s (the run's wall time, start-up included), est_s, gpu, date,
@@ -68,16 +71,21 @@ INPUTS, CLASSES = 784, 10
 ACT, LR, MOMENTUM = "relu", 0.05, 0.9
 HIDDEN = [128, 256, 512, 1024, 2048, 4096, 8192]
 BATCHES = [64, 256, 1024, 4096]
-# the four runs of a point: (impl, precision, train_mlp_fast -x or bench_pytorch mode)
-RUNS = [("mlp.cu", "fp32", "0"), ("mlp.cu", "tf32", "1"), ("pytorch", "fp32", "eager"), ("pytorch", "tf32", "eager_tf32")]
-LABELS = {("mlp.cu", "fp32"): "mlp.cu FP32", ("mlp.cu", "tf32"): "mlp.cu TF32",
-          ("pytorch", "fp32"): "PyTorch eager FP32", ("pytorch", "tf32"): "PyTorch eager TF32"}
+# the runs of a point: (impl, precision, train_mlp_fast -x or bench_pytorch mode); --precisions picks
+PRECISIONS = ["fp32", "tf32", "bf16"]
+RUNS = [("mlp.cu", "fp32", "0"), ("mlp.cu", "tf32", "1"), ("mlp.cu", "bf16", "2"),
+        ("pytorch", "fp32", "eager"), ("pytorch", "tf32", "eager_tf32"), ("pytorch", "bf16", "autocast_bf16")]
+PREC_NAMES = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16"}
+LABELS = {("mlp.cu", "fp32"): "mlp.cu FP32", ("mlp.cu", "tf32"): "mlp.cu TF32", ("mlp.cu", "bf16"): "mlp.cu BF16",
+          ("pytorch", "fp32"): "PyTorch eager FP32", ("pytorch", "tf32"): "PyTorch eager TF32",
+          ("pytorch", "bf16"): "PyTorch autocast BF16"}
 
 # Rough speeds for the estimate alone (--dry-run, the step count, --budget), not for any result:
 # per (impl, precision) a sustained TFLOP/s on large shapes and the shortest step (launch and
 # Python overhead), and per run a fixed start-up (ours: process, dataset, CUDA context, graph
 # capture, evaluations; PyTorch: model and optimizer, evaluation), and the PyTorch worker's start.
-EST_TFLOPS = {("mlp.cu", "fp32"): 30.0, ("mlp.cu", "tf32"): 60.0, ("pytorch", "fp32"): 45.0, ("pytorch", "tf32"): 70.0}
+EST_TFLOPS = {("mlp.cu", "fp32"): 30.0, ("mlp.cu", "tf32"): 60.0, ("mlp.cu", "bf16"): 60.0,
+              ("pytorch", "fp32"): 45.0, ("pytorch", "tf32"): 70.0, ("pytorch", "bf16"): 60.0}
 EST_MIN_STEP_S = {"mlp.cu": 40e-6, "pytorch": 1.3e-3}
 EST_RUN_START_S = {"mlp.cu": 1.5, "pytorch": 0.5}
 EST_WORKER_START_S = 15.0
@@ -89,6 +97,14 @@ CSV_FIELDS = ["hidden", "batch", "impl", "precision", "status", "steps", "epochs
 
 def sizes_of(h):
     return [INPUTS, h, h, CLASSES]
+
+
+def parse_precisions(text):
+    vals = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [v for v in vals if v not in PRECISIONS]
+    if not vals or bad:
+        raise argparse.ArgumentTypeError("expected some of %s, got %r" % (",".join(PRECISIONS), text))
+    return vals
 
 
 def parse_int_list(text, what):
@@ -127,7 +143,7 @@ def est_run_s(impl, prec, h, b, steps, args):
 
 def make_plan(args, n_train):
     """[(h, b, steps, [(impl, prec, flag, est_s)])] in the order they run."""
-    runs = [r for r in RUNS if not (args.ours_only and r[0] == "pytorch")]
+    runs = [r for r in RUNS if not (args.ours_only and r[0] == "pytorch") and r[1] in args.precisions]
     plan = []
     for h in args.hidden:
         for b in args.batches:
@@ -393,25 +409,28 @@ def markdown(rows):
     out.append("")
     ratio = lambda a, b: ("%.1fx" % (a["samples_per_s"] / b["samples_per_s"])) if a and b and is_ok(a) and is_ok(b) else ""
     steps = lambda h, b: next((r["steps"] for k, r in by.items() if k[:2] == (h, b) and r.get("steps")), "")
+    precs = [p for p in PRECISIONS if any(r["precision"] == p for r in rows)]   # those this sweep ran
     out.append("samples/s (ratio: mlp.cu over PyTorch, same precision):")
     out.append("")
-    out.append("| H | batch | steps | mlp.cu FP32 | PyTorch FP32 | ratio | mlp.cu TF32 | PyTorch TF32 | ratio |")
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("| H | batch | steps | " + " | ".join("mlp.cu %s | PyTorch %s | ratio" % (PREC_NAMES[p], PREC_NAMES[p])
+                                                    for p in precs) + " |")
+    out.append("|---:|---:|---:|" + "---:|---:|---:|" * len(precs))
     for h, b in points:
         g = lambda impl, prec: by.get((h, b, impl, prec))
         cells = [str(h), str(b), str(steps(h, b))]
-        for prec in ("fp32", "tf32"):
+        for prec in precs:
             o, p = g("mlp.cu", prec), g("pytorch", prec)
             cells += [cell_text(o, "samples_per_s", fmt_rate), cell_text(p, "samples_per_s", fmt_rate), ratio(o, p)]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("TFLOP/s:")
     out.append("")
-    out.append("| H | batch | mlp.cu FP32 | PyTorch FP32 | mlp.cu TF32 | PyTorch TF32 |")
-    out.append("|---:|---:|---:|---:|---:|---:|")
+    out.append("| H | batch | " + " | ".join("mlp.cu %s | PyTorch %s" % (PREC_NAMES[p], PREC_NAMES[p]) for p in precs)
+               + " |")
+    out.append("|---:|---:|" + "---:|---:|" * len(precs))
     for h, b in points:
         cells = [str(h), str(b)] + [cell_text(by.get((h, b, impl, prec)), "tflops", lambda v: "%.2f" % v)
-                                    for prec in ("fp32", "tf32") for impl in ("mlp.cu", "pytorch")]
+                                    for prec in precs for impl in ("mlp.cu", "pytorch")]
         out.append("| " + " | ".join(cells) + " |")
     notes = [r for r in rows if r["status"] != "ok" and not r["status"].startswith("not run")]
     not_run = [r for r in rows if r["status"].startswith("not run")]
@@ -441,10 +460,13 @@ def plot(rows, png_path):
     style = {("mlp.cu", "fp32"): dict(color="C0", ls="-", marker="o"),
              ("mlp.cu", "tf32"): dict(color="C0", ls="--", marker="o", mfc="white"),
              ("pytorch", "fp32"): dict(color="C1", ls="-", marker="s"),
-             ("pytorch", "tf32"): dict(color="C1", ls="--", marker="s", mfc="white")}
+             ("pytorch", "tf32"): dict(color="C1", ls="--", marker="s", mfc="white"),
+             ("mlp.cu", "bf16"): dict(color="C0", ls=":", marker="^"),
+             ("pytorch", "bf16"): dict(color="C1", ls=":", marker="v")}
     fig, axes = plt.subplots(2, len(batches), figsize=(4.2 * len(batches) + 1, 8.5), sharex=True, sharey="row",
                              squeeze=False)
-    fp32_peak, tf32_peak, _ = bench.peaks_for(m["gpu"])
+    fp32_peak, tf32_peak, bf16_peak = bench.peaks_for(m["gpu"])
+    has_bf16 = any(r["precision"] == "bf16" for r in ok)
     for j, b in enumerate(batches):
         for i, (key, ylabel) in enumerate((("samples_per_s", "samples/s"), ("tflops", "TFLOP/s"))):
             ax = axes[i][j]
@@ -454,7 +476,10 @@ def plot(rows, png_path):
                     ax.plot(hidden, [got.get(h, float("nan")) for h in hidden], label=LABELS[(impl, prec)],
                             lw=1.8, ms=5, **st)
             if i == 1 and fp32_peak:
-                for peak, name in ((fp32_peak, "FP32 peak"), (tf32_peak, "TF32 dense peak")):
+                for peak, name in ((fp32_peak, "FP32 peak"), (tf32_peak, "TF32 dense peak"),
+                                   (bf16_peak if has_bf16 else None, "BF16 dense peak")):
+                    if not peak:
+                        continue
                     ax.axhline(peak, color="0.6", lw=0.8, ls=":")
                     ax.text(hidden[0], peak, " " + name, color="0.45", fontsize=7, va="bottom")
             ax.set_xscale("log", base=2)
@@ -478,7 +503,7 @@ def plot(rows, png_path):
         h2, l2 = ax.get_legend_handles_labels()
         if len(l2) > len(labels):
             handles, labels = h2, l2
-    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6) or 1, frameon=False)
     fig.suptitle("mlp.cu vs PyTorch eager: 784,H,H,10 %s, SGD lr %g momentum %g, %s\n%s, %s"
                  % (ACT, LR, MOMENTUM, m["dataset"] or "", m["gpu"] or "unknown GPU", m["date"] or ""), fontsize=12)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
@@ -582,8 +607,9 @@ def sweep(args, n_train):
 
 def parse_args():
     ap = argparse.ArgumentParser(
-        description="Sweep hidden width and batch size: samples/s and TFLOP/s of ./train_mlp_fast (FP32, TF32) and "
-                    "PyTorch eager (FP32, TF32) on 784,H,H,10 relu; writes scaling.{csv,md,png} (issue 21).")
+        description="Sweep hidden width and batch size: samples/s and TFLOP/s of ./train_mlp_fast (FP32, TF32, BF16) "
+                    "and PyTorch (eager FP32 and TF32, autocast BF16) on 784,H,H,10 relu; writes scaling.{csv,md,png} "
+                    "(issue 21).")
     ap.add_argument("--data", default=None, help="IDX dataset directory; default: as bench.py, the first of %s "
                     "that holds the files" % ", ".join(bench.DATA_DIRS))
     ap.add_argument("--trainer", default="./train_mlp_fast", help="our trainer (default ./train_mlp_fast)")
@@ -607,6 +633,9 @@ def parse_args():
     ap.add_argument("--timeout", type=int, default=180, help="seconds allowed per run (default 180)")
     ap.add_argument("--worker-start-timeout", type=int, default=180, help=argparse.SUPPRESS)
     ap.add_argument("--ours-only", action="store_true", help="only ./train_mlp_fast, no PyTorch")
+    ap.add_argument("--precisions", type=parse_precisions, default=PRECISIONS,
+                    help="matmul precisions to run, of %s (default all: ours -x 0, 1, 2; PyTorch eager, eager with "
+                         "TF32, autocast BF16)" % ",".join(PRECISIONS))
     ap.add_argument("--pytorch-device", default="cuda", help="torch device (default cuda; cpu: a smoke test)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its expected seconds, run nothing")
     ap.add_argument("--plot-only", metavar="CSV", default=None,
