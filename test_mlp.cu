@@ -97,16 +97,6 @@ static const Tolerances TOL_BF16 = {{0, 0, 2e-2}, {0, 0, 2e-2}, {0, 0, 2e-1}, {0
 
 static const char *const PREC_SHORT[] = {"", " TF32", " BF16"};
 
-// BF16: a float with its mantissa cut to 7 bits (of 23), rounded to nearest, ties away from zero:
-// what the fast kernels' mf_pack_bf16 does (kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.
-static float round_bf16(float x) {
-    unsigned u;
-    memcpy(&u, &x, sizeof(u));
-    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x8000u) & 0xFFFF0000u;
-    float r;
-    memcpy(&r, &u, sizeof(r));
-    return r;
-}
 
 // ----------------------------------------------------------------------------
 // TF32 and BF16: each product against its emulation
@@ -130,7 +120,7 @@ static float round_bf16(float x) {
 // truncated weights: ~30%).
 // The fused head (C <= 32, kernels/fast/head.cuh) computes the logits and the last hidden layer's
 // gradient in FP32 on those inputs: those two are held to the FP32 floor against the FP32 product.
-// BF16 (-x 2) is emulated the same way with round_bf16 (to nearest, as the kernels round), with
+// BF16 (-x 2) is emulated the same way with round_bf16 (kernels/fast/tf32.cuh: the kernels' rounding), with
 // one difference: every operand is FP32 in memory (the batch, the stored activations, the weights)
 // and rounded inside the kernels, so the emulation rounds them all, and the hidden outputs are
 // stored as FP32 values: they are compared as products (the same share bound), not value by value.

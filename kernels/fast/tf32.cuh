@@ -1,5 +1,5 @@
 /*
-kernels/fast/tf32.cuh: rounding a float to TF32, the precision the tensor cores multiply in.
+kernels/fast/tf32.cuh: rounding a float to TF32 or BF16, the precisions the tensor cores multiply in.
 */
 #ifndef MLP_FAST_TF32_CUH
 #define MLP_FAST_TF32_CUH
@@ -24,6 +24,19 @@ __host__ __device__ __forceinline__ float round_tf32(float x) {
     memcpy(&r, &u, sizeof(r));
     return r;
 #endif
+}
+
+// BF16: a float with its mantissa cut to 7 bits (of 23). round_bf16 rounds to the nearest BF16
+// value, ties away from zero, in the same integer arithmetic (add half of the 16 dropped bits'
+// range, then clear them): what the BF16 kernels do to their operands (mf_pack_bf16,
+// kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.
+__host__ __device__ __forceinline__ float round_bf16(float x) {
+    unsigned u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x8000u) & 0xFFFF0000u;
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
 }
 
 #endif // MLP_FAST_TF32_CUH
