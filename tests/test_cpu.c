@@ -86,6 +86,16 @@ static void test_args(void) {
     config_defaults(&c, PROG_GPU);
     check(config_parse(&c, 5, argv, PROG_GPU, err, sizeof(err)) == 2 && strstr(err, "-x is for train_mlp_fast only"),
           "the readable GPU trainer refuses -x: \"%s\"", err);
+    // -x: 0 FP32, 1 TF32, 2 BF16, and nothing else
+    char *argv_bf16[] = {"prog", "-x", "2", NULL}, *argv_x3[] = {"prog", "-x", "3", NULL};
+    config_defaults(&c, PROG_FAST);
+    rc = config_parse(&c, 3, argv_bf16, PROG_FAST, err, sizeof(err));
+    check(rc == 0 && c.precision == PREC_BF16, "-x 2 parses as BF16 (rc %d, \"%s\")", rc,
+          PREC_NAMES[c.precision >= PREC_FP32 && c.precision <= PREC_BF16 ? c.precision : 0]);
+    config_defaults(&c, PROG_FAST);
+    rc = config_parse(&c, 3, argv_x3, PROG_FAST, err, sizeof(err));
+    check(rc == 2 && strstr(err, "-x: 3 is out of range") && strstr(err, "between 0 and 2"), "-x 3 -> exit 2, \"%s\"",
+          err);
 }
 
 // ----------------------------------------------------------------------------
