@@ -6,37 +6,36 @@ kernels/fast/tf32.cuh: rounding a float to TF32 or BF16, the precisions the tens
 
 #include <string.h>
 
+// x rounded to nearest with its low `dropped` bits cleared, ties away from zero: add half of the
+// dropped bits' range (a carry into the kept bits rounds up), then clear them. Inf and NaN pass as
+// they are. The integer form of both roundings below.
+__host__ __device__ __forceinline__ float round_dropping_bits(float x, int dropped) {
+    unsigned u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + (1u << (dropped - 1))) & ~((1u << dropped) - 1u);
+    float r;
+    memcpy(&r, &u, sizeof(r));
+    return r;
+}
+
 // TF32: a float with its mantissa cut to 10 bits (of 23), the precision the tensor cores multiply
 // in. round_tf32 rounds to the nearest TF32 value, ties away from zero: on the GPU the instruction
-// cvt.rna (sm_80+), on the host (and older GPUs) the same rounding in integer arithmetic: add half
-// of the 13 dropped bits' range, then clear them. The result is a float whose low 13 bits are 0;
-// the tensor cores take such a value exactly (anything else they truncate). Inf and NaN pass as they are.
+// cvt.rna (sm_80+), on the host (and older GPUs) the same rounding in integer arithmetic, 13 bits
+// dropped. The result is a float whose low 13 bits are 0; the tensor cores take such a value exactly
+// (anything else they truncate). Inf and NaN pass as they are.
 __host__ __device__ __forceinline__ float round_tf32(float x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     unsigned u;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
     return __uint_as_float(u);
 #else
-    unsigned u;
-    memcpy(&u, &x, sizeof(u));
-    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x1000u) & 0xFFFFE000u;
-    float r;
-    memcpy(&r, &u, sizeof(r));
-    return r;
+    return round_dropping_bits(x, 13);
 #endif
 }
 
-// BF16: a float with its mantissa cut to 7 bits (of 23). round_bf16 rounds to the nearest BF16
-// value, ties away from zero, in the same integer arithmetic (add half of the 16 dropped bits'
-// range, then clear them): what the BF16 kernels do to their operands (mf_pack_bf16,
-// kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.
-__host__ __device__ __forceinline__ float round_bf16(float x) {
-    unsigned u;
-    memcpy(&u, &x, sizeof(u));
-    if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x8000u) & 0xFFFF0000u;
-    float r;
-    memcpy(&r, &u, sizeof(r));
-    return r;
-}
+// BF16: a float with its mantissa cut to 7 bits (of 23), 16 bits dropped. round_bf16 rounds to the
+// nearest BF16 value, ties away from zero: what the BF16 kernels do to their operands
+// (mf_pack_bf16, kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.
+__host__ __device__ __forceinline__ float round_bf16(float x) { return round_dropping_bits(x, 16); }
 
 #endif // MLP_FAST_TF32_CUH
