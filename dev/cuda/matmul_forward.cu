@@ -49,9 +49,14 @@ Run:
   ./matmul_forward fast     the same for versions 9, 10 and 11 (and cuBLAS)
   ./matmul_forward sweep    time every tile configuration of versions 9, 10 and 11 on the trainers' shapes
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
-  ./matmul_forward sweep CSV wide fp32   the same for version 9 only (FP32 A/B runs)
+  ./matmul_forward sweep CSV wide fp32   the same for version 9 only (FP32 A/B runs); `all fp32`: the 24
+  ./matmul_forward sweep CSV big         the big model's shapes (batch 1024, 784 -> 4096 -> 4096), cuBLAS beside
+  ./matmul_forward sweep CSV big tf32    the same for versions 10 and 11 only
+  ./matmul_forward sweep CSV big bf16    the same in BF16 only (version 15, the trainer's -x 2), with cuBLAS
+                                         BF16 (CUBLAS_COMPUTE_32F_FAST_16BF) beside
   ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu);
-                            TF32 0 (v9), 1 (v10) or 2 (v11); CFG `cublas`: that version's cuBLAS yardstick
+                            TF32 0 (v9), 1 (v10), 2 (v11) or 3 (v15, BF16); CFG `cublas`: that version's
+                            cuBLAS yardstick
   ./matmul_forward one PROD B IN OUT vN                the same for version N of 1..8
   CSV: dev/cuda/out/matmul_forward.csv (or the path given as the 2nd argument)
 
@@ -593,27 +598,35 @@ __global__ void __launch_bounds__(128) matmul_kernel8(float* C, const float* A, 
 #define V_CUBLAS 12
 #define V_CUBLAS_TF32 13
 #define V_CUBLAS_TF32V 14   // cuBLAS TF32 on the TF32-valued inputs (version 11's yardstick)
-#define NVERSIONS 15
+// BF16 (the launchers' MF_BF16, the trainer's -x 2): only the sweep and `one` run it, so it is numbered
+// after the yardsticks and the progression's tables and CSV keep their columns
+#define V_FAST_BF16 15
+#define V_CUBLAS_BF16 16    // cuBLAS on FP32 inputs with CUBLAS_COMPUTE_32F_FAST_16BF (BF16 tensor cores)
+#define NVERSIONS 17
 static const char* version_name(int v) {
     static const char* names[] = {"", "v1 naive", "v2 coalesced", "v3 smem tiled", "v4 reg-block 4x4",
                                   "v5 reg-block 8x8", "v6 cp.async", "v7 mma.sync TF32", "v8 wgmma TF32",
                                   "v9 fast FP32", "v10 fast TF32", "v11 TF32 values", "cuBLAS SGEMM", "cuBLAS TF32",
-                                  "cuBLAS TF32 values"};
+                                  "cuBLAS TF32 values", "v15 fast BF16", "cuBLAS BF16"};
     return names[v];
 }
-static int version_is_tf32(int v) { return (v >= 7 && v <= 8) || (v >= 10 && v <= 11) || v >= V_CUBLAS_TF32; }
+static int version_is_tf32(int v) { return (v >= 7 && v <= 8) || (v >= 10 && v <= 11) || v == V_CUBLAS_TF32 || v == V_CUBLAS_TF32V; }
+static int version_is_bf16(int v) { return v == V_FAST_BF16 || v == V_CUBLAS_BF16; }
 static int version_on_values(int v) { return v == V_FAST_VALUES || v == V_CUBLAS_TF32V; }   // reads the TF32-valued inputs
-static int version_is_ours(int v) { return v >= 1 && v <= V_LAST; }   // every kernel here sums in a fixed order
-static int version_is_fast(int v) { return v >= V_FAST_FP32 && v <= V_FAST_VALUES; }   // the shipped launchers
+static int version_is_ours(int v) { return (v >= 1 && v <= V_LAST) || v == V_FAST_BF16; }   // each sums in a fixed order
+static int version_is_fast(int v) { return (v >= V_FAST_FP32 && v <= V_FAST_VALUES) || v == V_FAST_BF16; }   // the launchers
 static int version_of_tf32(int tf32) {   // the fast version of the launchers' tf32 argument
-    return tf32 == 0 ? V_FAST_FP32 : tf32 == MF_TF32_ROUND ? V_FAST_TF32 : V_FAST_VALUES;
+    return tf32 == 0 ? V_FAST_FP32 : tf32 == MF_TF32_ROUND ? V_FAST_TF32 : tf32 == MF_BF16 ? V_FAST_BF16 : V_FAST_VALUES;
 }
 static int yardstick_of(int v) {
-    return version_on_values(v) ? V_CUBLAS_TF32V : version_is_tf32(v) ? V_CUBLAS_TF32 : V_CUBLAS;
+    return version_on_values(v) ? V_CUBLAS_TF32V : version_is_bf16(v) ? V_CUBLAS_BF16 : version_is_tf32(v) ? V_CUBLAS_TF32
+                                                                                              : V_CUBLAS;
 }
 // Versions 7 and 8 round their inputs to nearest TF32 themselves (cvt.rna), as round_tf32 does on the
 // host: their output must be the product of the rounded inputs, up to the FP32 sums (see the top).
-static int version_vs_rounded(int v) { return v == 7 || v == 8 || version_on_values(v); }
+// Version 15 (BF16) rounds its inputs to BF16 (round_bf16's rounding): against the product of the
+// inputs so rounded.
+static int version_vs_rounded(int v) { return v == 7 || v == 8 || version_on_values(v) || v == V_FAST_BF16; }
 static int in_steps_table(int v) { return v <= 8 || v == V_CUBLAS || v == V_CUBLAS_TF32; }
 static cublasHandle_t cublas_handle;
 
@@ -680,11 +693,12 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
                   matmul_kernel7<<<grid, 128, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
         case 8: { dim3 grid(CEIL_DIV(N, 64), CEIL_DIV(M, 64));
                   matmul_kernel8<<<grid, 128, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
-        case V_FAST_FP32: case V_FAST_TF32: case V_FAST_VALUES: {
-            run_fast(v == V_FAST_FP32 ? 0 : v == V_FAST_TF32 ? MF_TF32_ROUND : MF_TF32_EXACT, C, A, B, p, scratch, s);
+        case V_FAST_FP32: case V_FAST_TF32: case V_FAST_VALUES: case V_FAST_BF16: {
+            run_fast(v == V_FAST_FP32 ? 0 : v == V_FAST_TF32 ? MF_TF32_ROUND : v == V_FAST_BF16 ? MF_BF16 : MF_TF32_EXACT,
+                     C, A, B, p, scratch, s);
             return;   // matmul_fast_run checks its own launches
         }
-        case V_CUBLAS: case V_CUBLAS_TF32: case V_CUBLAS_TF32V: {
+        case V_CUBLAS: case V_CUBLAS_TF32: case V_CUBLAS_TF32V: case V_CUBLAS_BF16: {
             // cuBLAS is column-major: row-major C(M,N) is column-major C^T(N,M) = B^T A^T
             const float one = 1.0f, zero = 0.0f;
             cublasOperation_t opB = p->b_kc ? CUBLAS_OP_T : CUBLAS_OP_N;   // B^T (N x K)
@@ -695,7 +709,9 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
                 cublasCheck(cublasSgemm(cublas_handle, opB, opA, N, M, K, &one, B, ldb, A, lda, &zero, C, N));
             } else {
                 cublasCheck(cublasGemmEx(cublas_handle, opB, opA, N, M, K, &one, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda,
-                                         &zero, C, CUDA_R_32F, N, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+                                         &zero, C, CUDA_R_32F, N,
+                                         v == V_CUBLAS_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_TF32,
+                                         CUBLAS_GEMM_DEFAULT));
             }
             return;
         }
@@ -708,12 +724,13 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
 // device buffers for one problem, with its CPU reference
 
 // Two sets of inputs: A, B random FP32 (versions 1-10, cuBLAS), and At, Bt the same rounded to TF32
-// (version 11, cuBLAS TF32 values; the references of versions 7 and 8 too), each with its reference.
+// (version 11, cuBLAS TF32 values; the references of versions 7 and 8 too), each with its reference;
+// and ref_b, the product of A and B rounded to BF16 (version 15's reference).
 typedef struct {
     Problem p;
     float *A, *B, *At, *Bt, *C, *C2, *scratch;   // device
     float *hA, *hB, *hAt, *hBt, *hC;             // host
-    double *ref, *ref_t;                         // A . B and At . Bt, exact (double)
+    double *ref, *ref_t, *ref_b;                 // A . B, At . Bt, bf16(A) . bf16(B), exact (double)
     size_t scratch_floats;
 } Bufs;
 
@@ -722,6 +739,9 @@ static float* round_tf32_array(const float* x, size_t n) {
     for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);   // kernels/fast/tf32.cuh, the host twin of cvt.rna
     return r;
 }
+
+// whether bufs_init computes ref_b too (only where version 15 runs: the big shapes' references cost seconds each)
+static int bufs_bf16_ref = 0;
 
 static void bufs_init(Bufs* b, Problem p, int with_ref) {
     b->p = p;
@@ -739,19 +759,27 @@ static void bufs_init(Bufs* b, Problem p, int with_ref) {
     // scratch (only the weight gradient splits K through it): enough for any forced split count the sweep tries
     b->scratch_floats = p.prod == PROD_DWEIGHT ? 16 * nc : 1;
     cudaCheck(cudaMalloc(&b->scratch, b->scratch_floats * 4));
-    b->ref = b->ref_t = NULL;
+    b->ref = b->ref_t = b->ref_b = NULL;
     if (with_ref) {
         b->ref = (double*)mallocCheck(nc * sizeof(double));
         b->ref_t = (double*)mallocCheck(nc * sizeof(double));
         matmul_cpu(b->ref, b->hA, b->hB, &p);
         matmul_cpu(b->ref_t, b->hAt, b->hBt, &p);
     }
+    if (with_ref && bufs_bf16_ref) {
+        b->ref_b = (double*)mallocCheck(nc * sizeof(double));
+        float* ab = (float*)mallocCheck(na * 4); float* bb = (float*)mallocCheck(nb * 4);
+        for (size_t i = 0; i < na; i++) ab[i] = round_bf16(b->hA[i]);   // kernels/fast/tf32.cuh
+        for (size_t i = 0; i < nb; i++) bb[i] = round_bf16(b->hB[i]);
+        matmul_cpu(b->ref_b, ab, bb, &p);
+        free(ab); free(bb);
+    }
 }
 
 static void bufs_free(Bufs* b) {
     cudaCheck(cudaFree(b->A)); cudaCheck(cudaFree(b->B)); cudaCheck(cudaFree(b->C)); cudaCheck(cudaFree(b->C2));
     cudaCheck(cudaFree(b->At)); cudaCheck(cudaFree(b->Bt)); cudaCheck(cudaFree(b->scratch));
-    free(b->hA); free(b->hB); free(b->hAt); free(b->hBt); free(b->hC); free(b->ref); free(b->ref_t);
+    free(b->hA); free(b->hB); free(b->hAt); free(b->hBt); free(b->hC); free(b->ref); free(b->ref_t); free(b->ref_b);
 }
 
 static double rel_err(const float* out, const double* ref, size_t n) {
@@ -764,8 +792,11 @@ static double rel_err(const float* out, const double* ref, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-// against the product of the rounded inputs (versions 7, 8, 11, cuBLAS TF32 values) 1e-4, else TF32 2e-3, FP32 1e-5
-static double tol_of(int v) { return version_vs_rounded(v) ? 1e-4 : version_is_tf32(v) ? 2e-3 : 1e-5; }
+// against the product of the rounded inputs (versions 7, 8, 11, 15, cuBLAS TF32 values) 1e-4, else BF16
+// 1e-2 (8 significant bits: 2e-3 per input), TF32 2e-3, FP32 1e-5
+static double tol_of(int v) {
+    return version_vs_rounded(v) ? 1e-4 : version_is_bf16(v) ? 1e-2 : version_is_tf32(v) ? 2e-3 : 1e-5;
+}
 
 // the inputs version v reads
 static void run_on_bufs(int v, Bufs* b, float* C) {
@@ -782,7 +813,7 @@ static int validate_one(int v, Bufs* b, const char* when, int verbose) {
     run_on_bufs(v, b, b->C);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(b->hC, b->C, nc * 4, cudaMemcpyDeviceToHost));
-    double err = rel_err(b->hC, version_vs_rounded(v) ? b->ref_t : b->ref, nc);
+    double err = rel_err(b->hC, v == V_FAST_BF16 ? b->ref_b : version_vs_rounded(v) ? b->ref_t : b->ref, nc);
     int ok = err < tol_of(v);
     int det = 1;
     if (version_is_ours(v)) {
@@ -910,7 +941,8 @@ static Problem bench_problem(int i) {   // i in [0, 24): batch, layer, product; 
 static int is_wide_problem(int i) { return i < NPROB_TRAINER && i / 12 == 1 && (i / 3) % 4 >= 1 && (i / 3) % 4 <= 2; }
 
 // The trainers' 24 shapes (or the 6 wide ones), every configuration and K split of the fast versions.
-// max_tf32: the launcher tf32 arguments swept, 0 .. max_tf32 (0: version 9 only; MF_TF32_EXACT: 9, 10, 11)
+// precs: the launcher tf32 arguments swept, nprec of them ({0}: version 9 only; {0, 1, 2}: 9, 10, 11;
+// {MF_BF16}: version 15 only)
 // which shapes a sweep times: 0 the trainers' 24, SWEEP_WIDE the batch-256 wide ones, SWEEP_BIG the big
 // model's 6 (batch 1024, 784 -> 4096 -> 4096); the last two with cuBLAS timed beside each shape
 enum { SWEEP_ALL = 0, SWEEP_WIDE = 1, SWEEP_BIG = 2 };
@@ -918,10 +950,11 @@ static int sweep_selects(int i, int which) {
     return which == SWEEP_WIDE ? is_wide_problem(i) : which == SWEEP_BIG ? i >= NPROB_TRAINER : i < NPROB_TRAINER;
 }
 
-static int sweep(const char* csv_file, int which, int max_tf32) {
+static int sweep(const char* csv_file, int which, const int* precs, int nprec) {
     const int wide_only = which != SWEEP_ALL;   // (a chosen set: cuBLAS beside it, and the tuned table)
     printf("\nsweep: every tile configuration (c) and K split (s) of version%s (ms per call, median; pick = the"
-           " heuristic's, %% of the best)\n", max_tf32 ? "s 9, 10 and 11" : " 9");
+           " heuristic's, %% of the best)\n",
+           nprec == 3 ? "s 9, 10 and 11" : nprec == 2 ? "s 10 and 11" : precs[0] == MF_BF16 ? " 15" : " 9");
     // every configuration and split must be right on odd shapes too, not only the heuristic's picks
     int failed = 0, passed = 0, skipped = 0;
     const int odd[][3] = {{33, 100, 37}, {1, 784, 128}, {7, 13, 5}, {1, 1, 1}, {65, 130, 129}, {256, 1024, 10}};
@@ -929,7 +962,8 @@ static int sweep(const char* csv_file, int which, int max_tf32) {
         for (int prod = 0; prod < 3; prod++) {
             Problem p = make_problem(odd[si][0], odd[si][1], odd[si][2], prod);
             Bufs b; bufs_init(&b, p, 1);
-            for (int tf32 = 0; tf32 <= max_tf32; tf32++) {
+            for (int pi = 0; pi < nprec; pi++) {
+                const int tf32 = precs[pi];
                 int ncfg;
                 const MatmulFastCfg* cfgs = matmul_fast_configs(tf32, &ncfg);
                 for (int c = 0; c < ncfg; c++)
@@ -949,24 +983,25 @@ static int sweep(const char* csv_file, int which, int max_tf32) {
            failed, skipped);
     FILE* csv = fopenCheck(csv_file, "w");
     fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
-    int tuned[NPROB][3][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, for the tuned table
+    int tuned[NPROB][4][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, for the tuned table
     memset(tuned, 0, sizeof(tuned));
     for (int i = 0; i < NPROB; i++) {
         if (!sweep_selects(i, which)) continue;
         Problem p = bench_problem(i);
         Bufs b; bufs_init(&b, p, 1);
-        float cms[3] = {0.0f, 0.0f, 0.0f};   // the cuBLAS yardstick of each tf32 argument, wide only
+        float cms[4] = {0.0f, 0.0f, 0.0f, 0.0f};   // the cuBLAS yardstick of each tf32 argument, wide only
         printf("%-7s B=%-3d %4d->%-4d M %4d N %4d K %4d |", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
         if (wide_only) {   // the yardsticks in the same run, so the percentages compare like with like
             const float c32 = time_version(V_CUBLAS, &b), ct = time_version(V_CUBLAS_TF32, &b),
-                        cv = time_version(V_CUBLAS_TF32V, &b);
-            printf(" cuBLAS FP32 %.4f TF32 %.4f on TF32 values %.4f |", c32, ct, cv);
-            cms[0] = c32; cms[1] = ct; cms[2] = cv;
-            for (int t = 0; t < 3; t++)   // cfg -1: cuBLAS
+                        cv = time_version(V_CUBLAS_TF32V, &b), cb = time_version(V_CUBLAS_BF16, &b);
+            printf(" cuBLAS FP32 %.4f TF32 %.4f on TF32 values %.4f BF16 %.4f |", c32, ct, cv, cb);
+            cms[0] = c32; cms[1] = ct; cms[2] = cv; cms[3] = cb;
+            for (int t = 0; t < 4; t++)   // cfg -1: cuBLAS
                 fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,-1,1,%.6f,0\n", prod_names[p.prod], p.Bsz, p.IN, p.OUT, p.M, p.N,
                         p.K, t, cms[t]);
         }
-        for (int tf32 = 0; tf32 <= max_tf32; tf32++) {
+        for (int pi = 0; pi < nprec; pi++) {
+            const int tf32 = precs[pi];
             const int v = version_of_tf32(tf32);
             // as the launchers plan: K splits without clusters only through dweight's scratch
             const MatmulFastPlan pick = matmul_fast_plan((MfProduct)p.prod, p.M, p.N, p.K, tf32, p.prod == PROD_DWEIGHT);
@@ -993,7 +1028,8 @@ static int sweep(const char* csv_file, int which, int max_tf32) {
             forced_plan = &pick;   // the planner's own plan, as the trainer runs it
             float pms = time_version(v, &b);
             forced_plan = NULL;
-            printf(" %s best c%d/s%d %.4f", tf32 == 0 ? "FP32" : tf32 == 1 ? "TF32" : "TF32 values", bc, bs, best);
+            printf(" %s best c%d/s%d %.4f",
+                   tf32 == 0 ? "FP32" : tf32 == 1 ? "TF32" : tf32 == MF_BF16 ? "BF16" : "TF32 values", bc, bs, best);
             if (wide_only) printf(" = %.0f%% of cuBLAS", 100.0 * cms[tf32] / best);
             printf(" pick c%d/s%d %.4f (%.0f%%)", pick.cfg, pick.splits, pms, 100.0 * best / pms);
             tuned[i][tf32][0] = bc; tuned[i][tf32][1] = bs;
@@ -1009,15 +1045,16 @@ static int sweep(const char* csv_file, int which, int max_tf32) {
         printf("%sconfigs %s:", tf32 ? "\n" : "", tf32 ? "TF32" : "FP32");
         for (int c = 0; c < ncfg; c++) printf(" c%d %s %dthr;", cfgs[c].id, cfgs[c].name, cfgs[c].threads);
     }
-    if (max_tf32) printf("\ntuned table from this sweep, TF32 (kernels/fast/planner.cuh mf_tuned: product, M, N, K, tf32, "
-           "cfg, splits; the FP32 picks are left to the cost model, see there):\n");
-    for (int tf32 = MF_TF32_EXACT; tf32 >= MF_TF32_ROUND; tf32--)
+    printf("\ntuned table from this sweep (kernels/fast/planner.cuh mf_tuned: product, M, N, K, tf32, cfg, splits):\n");
+    for (int pi = nprec - 1; pi >= 0; pi--)
         for (int i = 0; i < NPROB; i++) {
+            const int tf32 = precs[pi];
             if (!sweep_selects(i, which == SWEEP_ALL ? SWEEP_WIDE : which) || !tuned[i][tf32][1]) continue;
             Problem p = bench_problem(i);
             static const char* const prods[3] = {"MF_FWD", "MF_DINP", "MF_DWEIGHT"};
-            printf("    {%s, %d, %d, %d, %s, %d, %d},\n", prods[p.prod], p.M, p.N, p.K,
-                   tf32 == MF_TF32_EXACT ? "MF_TF32_EXACT" : "MF_TF32_ROUND", tuned[i][tf32][0], tuned[i][tf32][1]);
+            static const char* const precn[4] = {"0", "MF_TF32_ROUND", "MF_TF32_EXACT", "MF_BF16"};
+            printf("    {%s, %d, %d, %d, %s, %d, %d},\n", prods[p.prod], p.M, p.N, p.K, precn[tf32], tuned[i][tf32][0],
+                   tuned[i][tf32][1]);
         }
     printf("\nwrote %s\nsweep: %d passed, %d failed\n", csv_file, passed, failed);
     return failed;
@@ -1066,20 +1103,27 @@ int main(int argc, char** argv) {
         char sbuf[256];
         const int which = argc > 3 && strcmp(argv[3], "wide") == 0 ? SWEEP_WIDE
                         : argc > 3 && strcmp(argv[3], "big") == 0  ? SWEEP_BIG : SWEEP_ALL;
+        const int named_all = argc > 3 && strcmp(argv[3], "all") == 0;   // the trainers' 24, to add a precision
         const int fp32_only = argc > 4 && strcmp(argv[4], "fp32") == 0;   // version 9 only (an FP32 A/B in less time)
-        if (argc > 5 || (argc > 3 && which == SWEEP_ALL) || (argc > 4 && !fp32_only)) {
-            fprintf(stderr, "usage: %s sweep [CSV] [wide|big [fp32]]\n", argv[0]);
+        const int bf16_only = argc > 4 && strcmp(argv[4], "bf16") == 0;   // version 15 only
+        const int tf32_only = argc > 4 && strcmp(argv[4], "tf32") == 0;   // versions 10 and 11 only
+        if (argc > 5 || (argc > 3 && which == SWEEP_ALL && !named_all) ||
+            (argc > 4 && !fp32_only && !bf16_only && !tf32_only)) {
+            fprintf(stderr, "usage: %s sweep [CSV] [all|wide|big [fp32|tf32|bf16]]\n", argv[0]);
             return EXIT_FAILURE;
         }
+        static const int all[3] = {0, MF_TF32_ROUND, MF_TF32_EXACT}, fp32[1] = {0}, bf16[1] = {MF_BF16};
+        bufs_bf16_ref = bf16_only;
         int failed = sweep(csv_path(argc > 2 ? argv[2] : NULL, "matmul_sweep", sbuf, sizeof(sbuf)), which,
-                           fp32_only ? 0 : MF_TF32_EXACT);
+                           fp32_only ? fp32 : bf16_only ? bf16 : tf32_only ? all + 1 : all,
+                           fp32_only || bf16_only ? 1 : tf32_only ? 2 : 3);
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
     }
     if (argc > 1 && strcmp(argv[1], "one") == 0) {   // for a profiler: one validated call of one choice
         // one PROD B IN OUT tf32 cfg|cublas splits: a fast version's configuration; one PROD B IN OUT vN: version N
         const int by_version = argc == 7 && argv[6][0] == 'v';
         if (argc != 9 && !by_version) {
-            fprintf(stderr, "usage: %s one fwd|dinp|dweight B IN OUT tf32(0|1|2) cfg|cublas splits\n"
+            fprintf(stderr, "usage: %s one fwd|dinp|dweight B IN OUT tf32(0|1|2|3 = BF16) cfg|cublas splits\n"
                             "       %s one fwd|dinp|dweight B IN OUT vN   (N = 1..8)\n", argv[0], argv[0]);
             return EXIT_FAILURE;
         }
@@ -1088,7 +1132,7 @@ int main(int argc, char** argv) {
         const int tf32 = by_version ? 0 : atoi(argv[6]);
         const int cublas = !by_version && strcmp(argv[7], "cublas") == 0;   // the yardstick of that precision instead
         const int step = by_version ? atoi(argv[6] + 1) : 0;
-        if (prod < 0 || tf32 < 0 || tf32 > MF_TF32_EXACT || (by_version && (step < 1 || step > 8))) {
+        if (prod < 0 || tf32 < 0 || tf32 > MF_BF16 || (by_version && (step < 1 || step > 8))) {
             fprintf(stderr, "one: bad product, tf32 flag or version (v1..v8; the fast ones by tf32 flag and cfg)\n");
             return EXIT_FAILURE;
         }
@@ -1107,6 +1151,7 @@ int main(int argc, char** argv) {
             }
             forced_plan = &plan;
         }
+        bufs_bf16_ref = tf32 == MF_BF16;
         Bufs b; bufs_init(&b, p, 1);
         int ok = validate_one(v, &b, " (one)", 1);
         for (int r = 0; r < 3; r++) run_on_bufs(v, &b, b.C);

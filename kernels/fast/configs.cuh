@@ -51,9 +51,9 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
 // (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256;
-// 7 and 10: its picks for the big model's dinp and dweight products, batch 1024, and in BF16 for
-// every product of the big model. The BF16 kernels are the same tiles with mma.m16n8k16: the cost
-// model's numbers, fitted to TF32, rank them too)
+// 19: its pick for the big model's (batch 1024) backward products in TF32 and every product in BF16,
+// 7 for dinp 4096 -> 784. The BF16 kernels are the same tiles with mma.m16n8k16: the cost model's
+// numbers, fitted to TF32, rank them too)
 #define MF_MMA_CONFIGS(X)                                                                              \
     X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
     X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
@@ -61,18 +61,22 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
     X(3, 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)       \
     X(4, 64, 64, 16, 32, 16, 4, 1.40f, 4.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
     X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))                      \
-    X(7, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1,                                                     \
-      MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_FWD, MF_BF16) | MF_BUILT(MF_DINP, MF_BF16))       \
-    X(10, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_BF16))
+    X(7, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DINP, MF_BF16)) \
+    X(19, 128, 256, 32, 64, 64, 3, 0.00f, 0.0f, 1,                                                    \
+      MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND) | MF_BUILT_TRAINER_BF16)
 
 // FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul_fast.h): the mma.sync kernel's
 // tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the tuned
-// table picks them, for the big model's products, where three TF32 products cost less than one
-// FP32 product on the CUDA cores.
+// table picks them, for the big and the wide model's products, where three TF32 products cost less
+// than one FP32 product on the CUDA cores (20, 21: the big model's; 21 also for dinp 1024 -> 784
+// at batch 256; 22 and 28: the wide model's at batch 256; 24: the small model's at batch 64).
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
-#define MF_3XTF32_CONFIGS(X)                                                                 \
+#define MF_3XTF32_CONFIGS(X)                                                                     \
     X(20, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0))                          \
-    X(21, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0))
+    X(21, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0)) \
+    X(22, 64, 64, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DWEIGHT, 0))                         \
+    X(24, 32, 32, 32, 16, 16, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DWEIGHT, 0))          \
+    X(28, 32, 64, 32, 16, 16, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0))
 
 // X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
 // (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256;

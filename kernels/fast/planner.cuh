@@ -62,6 +62,7 @@ static const MatmulFastCfg *mf_cfg(int tf32, int id) {
 static int mf_cfg_usable(const MatmulFastCfg *c, MfProduct prod, int tf32) {
     if (!(c->built & MF_BUILT(prod, tf32))) return 0;
     if (c->kind != MF_KIND_WGMMA) return 1;
+    if (tf32 == MF_BF16) return 0;   // the wgmma kernel is TF32 only (dev/cuda builds every row with every bit)
     const bool a_kc = prod != MF_DWEIGHT, b_kc = prod == MF_FWD;
     return MF_HAVE_WGMMA &&
            (size_t)mf_wg_smem_floats(c->bm / 64, c->bn / 64, c->st, a_kc, b_kc) * sizeof(float) <= 227 * 1024;
@@ -124,14 +125,16 @@ static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
 // the tuned table
 
 // Measured picks for the shapes that dominate the wide model's step (784 -> 1024 -> 1024 at batch
-// 256) and the big model's (784 -> 4096 -> 4096 at batch 1024), where the cost model's pick ran well
-// below the fastest configuration measured: the fastest one, from dev/cuda's `matmul_forward sweep
-// CSV wide` on an H200 and `... big` on an H100, both of 132 SMs (the sweep prints this table from
-// its own timings). Used only on a GPU with the same number of SMs, and where the configuration is
-// built; anywhere else, and for every other shape, the cost model decides.
-// The wide model's TF32 only: the FP32 picks of the same sweep, each fastest alone, made the FP32 step
-// slower: inside the step, the backward kernels of two streams run side by side, and the cost
-// model's smaller picks share the SMs better (dev/NOTES.md).
+// 256), the big model's (784 -> 4096 -> 4096 at batch 1024) and the small model's FP32 products,
+// where the cost model's pick ran below the fastest configuration measured: the fastest one, from
+// dev/cuda's `matmul_forward sweep CSV wide` (TF32) on an H200 and the other sweeps named below on an
+// H100, both of 132 SMs (the sweep prints this table from its own timings). Used only on a GPU with
+// the same number of SMs, and where the configuration is built; anywhere else, and for every other
+// shape, the cost model decides.
+// The FP32 rows are 3xTF32 configurations. The sweep's FP32 picks on the CUDA cores, each fastest
+// alone, had made the wide model's step slower: inside the step, the backward kernels of two streams
+// run side by side, and the cost model's smaller picks shared the SMs better; the 3xTF32 picks made
+// it faster (dev/NOTES.md).
 // The trainer passes MF_TF32_EXACT for its forward products only (-x 1); the other MF_TF32_EXACT
 // rows are dev/cuda's version 11 picks (dev/cuda/matmul_forward.cu), the forward MF_TF32_ROUND rows version 10's.
 typedef struct { MfProduct prod; int M, N, K, tf32, cfg, splits; } MatmulFastTuned;
@@ -149,26 +152,38 @@ static const MatmulFastTuned mf_tuned[] = {
     {MF_DINP, 256, 1024, 1024, MF_TF32_ROUND, 0, 8},
     {MF_DWEIGHT, 1024, 784, 256, MF_TF32_ROUND, 4, 1},
     {MF_DWEIGHT, 1024, 1024, 256, MF_TF32_ROUND, 4, 1},
-    // the big model (784 -> 4096 -> 4096 at batch 1024), from `matmul_forward sweep CSV big` on an H100
+    // FP32 at batch 256 (3xTF32 configurations), from `matmul_forward sweep CSV wide fp32` on an H100
+    {MF_FWD, 256, 1024, 784, 0, 28, 2},
+    {MF_DINP, 256, 784, 1024, 0, 21, 8},
+    {MF_DWEIGHT, 1024, 784, 256, 0, 22, 1},
+    {MF_FWD, 256, 1024, 1024, 0, 28, 2},
+    {MF_DINP, 256, 1024, 1024, 0, 28, 2},
+    {MF_DWEIGHT, 1024, 1024, 256, 0, 22, 1},
+    // and the small model's (784 -> 128 at batch 64; the head is its own kernel), from `... sweep CSV
+    // all fp32` on an H100
+    {MF_FWD, 64, 128, 784, 0, 24, 8},
+    {MF_DWEIGHT, 128, 784, 64, 0, 24, 1},
+    // the big model (784 -> 4096 -> 4096 at batch 1024), from `matmul_forward sweep CSV big tf32` and
+    // `... big bf16` on an H100
     {MF_FWD, 1024, 4096, 784, MF_TF32_EXACT, 13, 1},
     {MF_DINP, 1024, 784, 4096, MF_TF32_EXACT, 7, 4},
-    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_EXACT, 3, 1},
+    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_EXACT, 19, 1},
     {MF_FWD, 1024, 4096, 4096, MF_TF32_EXACT, 13, 1},
     {MF_DINP, 1024, 4096, 4096, MF_TF32_EXACT, 7, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_EXACT, 10, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_EXACT, 19, 1},
     {MF_FWD, 1024, 4096, 784, MF_TF32_ROUND, 7, 1},
     {MF_DINP, 1024, 784, 4096, MF_TF32_ROUND, 7, 4},
-    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_ROUND, 10, 1},
-    {MF_FWD, 1024, 4096, 4096, MF_TF32_ROUND, 7, 1},
-    {MF_DINP, 1024, 4096, 4096, MF_TF32_ROUND, 7, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_ROUND, 10, 1},
-    // BF16 there: the TF32 (MF_TF32_ROUND) picks' tiles, with mma.m16n8k16
-    {MF_FWD, 1024, 4096, 784, MF_BF16, 7, 1},
+    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_ROUND, 19, 1},
+    {MF_FWD, 1024, 4096, 4096, MF_TF32_ROUND, 19, 1},
+    {MF_DINP, 1024, 4096, 4096, MF_TF32_ROUND, 19, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_ROUND, 19, 1},
+    // BF16 there, mma.m16n8k16 on the same tiles
+    {MF_FWD, 1024, 4096, 784, MF_BF16, 19, 1},
     {MF_DINP, 1024, 784, 4096, MF_BF16, 7, 4},
-    {MF_DWEIGHT, 4096, 784, 1024, MF_BF16, 10, 1},
-    {MF_FWD, 1024, 4096, 4096, MF_BF16, 7, 1},
-    {MF_DINP, 1024, 4096, 4096, MF_BF16, 7, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, MF_BF16, 10, 1},
+    {MF_DWEIGHT, 4096, 784, 1024, MF_BF16, 19, 1},
+    {MF_FWD, 1024, 4096, 4096, MF_BF16, 19, 1},
+    {MF_DINP, 1024, 4096, 4096, MF_BF16, 19, 1},
+    {MF_DWEIGHT, 4096, 4096, 1024, MF_BF16, 19, 1},
     // and FP32 there: 3xTF32 on the tensor cores (configurations 20 and 21: MF_TF32X3, kernels/fast/
     // matmul_fast.h), the same tiles as TF32's picks: the fastest FP32 configurations of
     // `matmul_forward sweep CSV big fp32` on an H100, level with cuBLAS's SGEMM or ahead of it, where
