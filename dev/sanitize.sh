@@ -7,6 +7,8 @@
 # Prints one summary line per tool and program; logs in OUTDIR. Exit 1 if any reported an error.
 #   bash dev/sanitize.sh [OUTDIR (default dev/out/sanitize)]        (make sanitize runs it)
 #   DATA=dir  the dataset for the trainer runs (default: as the trainers look for it)
+#   TOOLS="memcheck racecheck"  only these tools; ONLY="test_mlp train_mlp_fast_big"  only these programs
+#   (by the names below; a visit too short for all 28 runs takes them in parts)
 set -uo pipefail
 OUTDIR=${1:-dev/out/sanitize}
 mkdir -p "$OUTDIR"
@@ -31,11 +33,19 @@ programs=(
   "train_mlp_fast_bf16|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 2"
   "train_mlp_fast_big|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024"
 )
+tools=(${TOOLS:-memcheck racecheck initcheck synccheck})
+for t in "${tools[@]}"; do
+  case $t in memcheck|racecheck|initcheck|synccheck) ;; *) echo "error: TOOLS: no tool $t (memcheck, racecheck, initcheck, synccheck)" >&2; exit 2 ;; esac
+done
+for o in ${ONLY:-}; do
+  printf '%s\n' "${programs[@]}" | grep -q "^$o|" || { echo "error: ONLY: no program $o (the names in dev/sanitize.sh)" >&2; exit 2; }
+done
 failed=0
-for tool in memcheck racecheck initcheck synccheck; do
+for tool in "${tools[@]}"; do
   for p in "${programs[@]}"; do
     name=${p%%|*}
     cmd=${p#*|}
+    [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || continue
     extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)
     log="$OUTDIR/${tool}_${name}.log"
