@@ -49,7 +49,8 @@ Run:
   ./matmul_forward fast     the same for versions 9, 10 and 11 (and cuBLAS)
   ./matmul_forward sweep    time every tile configuration of versions 9, 10 and 11 on the trainers' shapes
   ./matmul_forward sweep CSV wide   the same on the batch-256 wide shapes only, cuBLAS timed beside
-  ./matmul_forward sweep CSV wide fp32   the same for version 9 only (FP32 A/B runs); `all fp32`: the 24
+  ./matmul_forward sweep CSV wide fp32   the same for version 9 only (FP32 A/B runs)
+  ./matmul_forward sweep CSV all fp32    version 9 only on the trainers' 24 shapes
   ./matmul_forward sweep CSV big         the big model's shapes (batch 1024, 784 -> 4096 -> 4096), cuBLAS beside
   ./matmul_forward sweep CSV big tf32    the same for versions 10 and 11 only
   ./matmul_forward sweep CSV big bf16    the same in BF16 only (version 15, the trainer's -x 2), with cuBLAS
@@ -610,17 +611,25 @@ static const char* version_name(int v) {
                                   "cuBLAS TF32 values", "v15 fast BF16", "cuBLAS BF16"};
     return names[v];
 }
-static int version_is_tf32(int v) { return (v >= 7 && v <= 8) || (v >= 10 && v <= 11) || v == V_CUBLAS_TF32 || v == V_CUBLAS_TF32V; }
+static int version_is_tf32(int v) {
+    return (v >= 7 && v <= 8) || (v >= 10 && v <= 11) || v == V_CUBLAS_TF32 || v == V_CUBLAS_TF32V;
+}
 static int version_is_bf16(int v) { return v == V_FAST_BF16 || v == V_CUBLAS_BF16; }
 static int version_on_values(int v) { return v == V_FAST_VALUES || v == V_CUBLAS_TF32V; }   // reads the TF32-valued inputs
-static int version_is_ours(int v) { return (v >= 1 && v <= V_LAST) || v == V_FAST_BF16; }   // each sums in a fixed order
-static int version_is_fast(int v) { return (v >= V_FAST_FP32 && v <= V_FAST_VALUES) || v == V_FAST_BF16; }   // the launchers
+// ours: every kernel sums in a fixed order; fast: the shipped launchers
+static int version_is_ours(int v) { return (v >= 1 && v <= V_LAST) || v == V_FAST_BF16; }
+static int version_is_fast(int v) { return (v >= V_FAST_FP32 && v <= V_FAST_VALUES) || v == V_FAST_BF16; }
 static int version_of_tf32(int tf32) {   // the fast version of the launchers' tf32 argument
-    return tf32 == 0 ? V_FAST_FP32 : tf32 == MF_TF32_ROUND ? V_FAST_TF32 : tf32 == MF_BF16 ? V_FAST_BF16 : V_FAST_VALUES;
+    return tf32 == 0               ? V_FAST_FP32
+         : tf32 == MF_TF32_ROUND   ? V_FAST_TF32
+         : tf32 == MF_BF16         ? V_FAST_BF16
+                                   : V_FAST_VALUES;
 }
 static int yardstick_of(int v) {
-    return version_on_values(v) ? V_CUBLAS_TF32V : version_is_bf16(v) ? V_CUBLAS_BF16 : version_is_tf32(v) ? V_CUBLAS_TF32
-                                                                                              : V_CUBLAS;
+    return version_on_values(v) ? V_CUBLAS_TF32V
+         : version_is_bf16(v)    ? V_CUBLAS_BF16
+         : version_is_tf32(v)    ? V_CUBLAS_TF32
+                                 : V_CUBLAS;
 }
 // Versions 7 and 8 round their inputs to nearest TF32 themselves (cvt.rna), as round_tf32 does on the
 // host: their output must be the product of the rounded inputs, up to the FP32 sums (see the top).
@@ -694,8 +703,9 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
         case 8: { dim3 grid(CEIL_DIV(N, 64), CEIL_DIV(M, 64));
                   matmul_kernel8<<<grid, 128, 0, s>>>(C, A, B, M, N, K, sam, sak, sbk, sbn); break; }
         case V_FAST_FP32: case V_FAST_TF32: case V_FAST_VALUES: case V_FAST_BF16: {
-            run_fast(v == V_FAST_FP32 ? 0 : v == V_FAST_TF32 ? MF_TF32_ROUND : v == V_FAST_BF16 ? MF_BF16 : MF_TF32_EXACT,
-                     C, A, B, p, scratch, s);
+            const int tf32 = v == V_FAST_FP32 ? 0 : v == V_FAST_TF32 ? MF_TF32_ROUND : v == V_FAST_BF16 ? MF_BF16
+                                                                                                 : MF_TF32_EXACT;
+            run_fast(tf32, C, A, B, p, scratch, s);
             return;   // matmul_fast_run checks its own launches
         }
         case V_CUBLAS: case V_CUBLAS_TF32: case V_CUBLAS_TF32V: case V_CUBLAS_BF16: {
@@ -710,7 +720,8 @@ void run_version(int v, float* C, const float* A, const float* B, const Problem*
             } else {
                 cublasCheck(cublasGemmEx(cublas_handle, opB, opA, N, M, K, &one, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda,
                                          &zero, C, CUDA_R_32F, N,
-                                         v == V_CUBLAS_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_TF32,
+                                         v == V_CUBLAS_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                            : CUBLAS_COMPUTE_32F_FAST_TF32,
                                          CUBLAS_GEMM_DEFAULT));
             }
             return;
