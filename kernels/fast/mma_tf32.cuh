@@ -54,6 +54,15 @@ at BK + 4 floats apart: no bank conflicts). The others are read element by eleme
 // not finite makes the products' outputs non-finite either way.)
 __device__ __forceinline__ uint32_t mf_to_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u; }
 
+// 3xTF32's split of the FP32 fragment register v (its bits): v becomes big = tf32(x), small gets
+// x - big. That difference is exact, and at most 2^-11 |x|: passed as it is, the tensor cores
+// truncate it to TF32, an error of at most 2^-21 |x|, of either sign.
+__device__ __forceinline__ void mf_split_tf32(uint32_t& v, uint32_t& small) {
+    const float x = __uint_as_float(v);
+    v = mf_to_tf32(x);
+    small = __float_as_uint(x - __uint_as_float(v));
+}
+
 __device__ __forceinline__ void mf_mma_tf32(float* c, const uint32_t* a, const uint32_t* b) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -207,21 +216,11 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
                 #pragma unroll
                 for (int i = 0; i < MI; i++)
                     #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        const float x = __uint_as_float(ab[i][r]);
-                        ab[i][r] = mf_to_tf32(x);
-                        // x - big is exact, and at most 2^-11 |x|: passed as it is, the tensor cores
-                        // truncate it to TF32, an error of at most 2^-21 |x|, of either sign
-                        asm_[i][r] = __float_as_uint(x - __uint_as_float(ab[i][r]));
-                    }
+                    for (int r = 0; r < 4; r++) mf_split_tf32(ab[i][r], asm_[i][r]);
                 #pragma unroll
                 for (int j = 0; j < NI; j++)
                     #pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        const float x = __uint_as_float(bb[j][r]);
-                        bb[j][r] = mf_to_tf32(x);
-                        bsm[j][r] = __float_as_uint(x - __uint_as_float(bb[j][r]));
-                    }
+                    for (int r = 0; r < 2; r++) mf_split_tf32(bb[j][r], bsm[j][r]);
                 // the small cross terms first (the first of the BK step starts the tile's sums from 0)
                 #pragma unroll
                 for (int i = 0; i < MI; i++)
