@@ -288,8 +288,10 @@ static void emu_report_print(const EmuReport *r) {
 // ----------------------------------------------------------------------------
 // one GPU model of either trainer, behind one small interface
 
-enum { READABLE = 0, FAST = 1 };
-static const char *const TRAINER_NAMES[] = {"train_mlp.cu (readable)", "train_mlp_fast.cu"};
+// FUSED: the fast trainer's -f 2, its fused step (kernels/fast/fused_step.cuh), for the models it takes
+enum { READABLE = 0, FAST = 1, FUSED = 2, ALL_TRAINERS = -1 };
+static const char *const TRAINER_NAMES[] = {"train_mlp.cu (readable)", "train_mlp_fast.cu",
+                                            "train_mlp_fast.cu -f 2 (the fused step)"};
 
 typedef struct {
     int trainer, prec, B, L, sizes[MAX_LAYERS + 1];   // prec: PREC_* (common/args.h), the fast trainer's -x
@@ -336,6 +338,8 @@ static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int 
     } else {
         fast::model_build(&g->f, sizes, L, act, B, B, prec, n, steps);
         fast::model_init_params(&g->f, seed, g->stream);
+        if (trainer == FUSED && !fast::model_use_fused(&g->f))
+            die("", "internal: test case for the fused step with a model it does not take: %s", g->f.fused.why);
     }
     size_t np = trainer == READABLE ? g->r.num_params : g->f.num_params;
     g->grads = (float *)mallocCheck(np * sizeof(float));
@@ -376,7 +380,8 @@ static void gpu_set_perm(GpuModel *g, const int *perm, int n) {
 }
 
 // one training step on rows steps*B .. steps*B + bs - 1 of the permutation: the readable trainer's
-// loop body, or the fast trainer's step with its kernels launched one by one
+// loop body, the fast trainer's step with its kernels launched one by one, or its fused step (a run of
+// one step)
 static void gpu_step(GpuModel *g, const DeviceData *d, int bs) {
     if (g->trainer == READABLE) {
         gather_batch(g->r.acts[0], g->r.labels, d, g->perm, g->steps * g->B, bs);
@@ -384,6 +389,8 @@ static void gpu_step(GpuModel *g, const DeviceData *d, int bs) {
         model_loss(&g->r, bs, g->loss_dev);
         model_backward(&g->r, bs);
         model_update(&g->r, g->cfg.lr, g->cfg.momentum, g->cfg.weight_decay);
+    } else if (g->trainer == FUSED) {
+        fast::fused_run(&g->f, d, 1, bs, &g->cfg, g->stream);
     } else {
         fast::train_step(&g->f, d, bs, &g->cfg, g->stream);
     }
@@ -901,12 +908,31 @@ static void test_matmul_configs(void) {
     cudaCheck(cudaFree(scratch));
 }
 
+// The models the fused step takes and those it leaves to the graph path, with the reason
+static void test_fused_plan(void) {
+    const int small[] = {784, 128, 10}, deep[] = {784, 128, 64, 10}, odd_in[] = {23, 128, 10},
+              many[] = {784, 128, 33}, huge[] = {784, 8192, 10};
+    FusedPlan f = fused_step_plan(small, 2, 64, PREC_FP32);
+    check(f.ok && f.blocks * f.U >= 128 && (f.blocks - 1) * f.U < 128, "fused step: the small model at batch 64 "
+          "takes it (%d blocks of %d units)", f.blocks, f.U);
+    struct { const int *sizes; int L, B, prec; const char *what; } no[] = {
+        {deep, 3, 64, PREC_FP32, "two hidden layers"}, {small, 2, 64, PREC_TF32, "TF32"},
+        {small, 2, 64, PREC_BF16, "BF16"}, {odd_in, 2, 64, PREC_FP32, "23 inputs"},
+        {many, 2, 64, PREC_FP32, "33 classes"},
+        {small, 2, 257, PREC_FP32, "batch 257"}, {huge, 2, 64, PREC_FP32, "8192 hidden units"}};
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        f = fused_step_plan(no[i].sizes, no[i].L, no[i].B, no[i].prec);
+        check(!f.ok && f.why[0], "fused step: not taken with %s (%s)", no[i].what, f.why);
+    }
+}
+
 // ----------------------------------------------------------------------------
 // determinism: the same seed twice gives the same bits; graphs give the same bits as launches
 
 // `steps` steps from the seed, the last of last_bs rows; returns the final weights (malloc'ed). graph:
 // the fast trainer's run_steps, in runs of `run` steps (one CUDA graph each, as the trainer runs the
 // steps between two log lines), the last run ending on the short batch; else one step at a time.
+// (The FUSED trainer: graph 1 runs `run` steps a launch of its kernel, 0 one step a launch.)
 static float *train_weights(int trainer, int prec, int graph, const int *sizes, int L, int act, int B, int steps,
                             int last_bs, int run) {
     HostData h = make_data(B * (steps - 1) + last_bs, sizes[0], sizes[L], 77);
@@ -922,7 +948,10 @@ static float *train_weights(int trainer, int prec, int graph, const int *sizes, 
     if (graph) {
         for (int done = 0; done < steps;) {
             int end = done + run < steps ? done + run : steps;
-            fast::run_steps(&g.f, &d, end - done, end == steps ? last_bs : B, &g.cfg, g.stream);
+            if (trainer == FUSED)
+                fast::fused_run(&g.f, &d, end - done, end == steps ? last_bs : B, &g.cfg, g.stream);
+            else
+                fast::run_steps(&g.f, &d, end - done, end == steps ? last_bs : B, &g.cfg, g.stream);
             done = end;
         }
         cudaCheck(cudaStreamSynchronize(g.stream));
@@ -974,6 +1003,24 @@ static void test_determinism(void) {
     check_identical(train_weights(FAST, PREC_BF16, 0, sizes, 3, ACT_RELU, 33, 10, 17, 4),
                     train_weights(FAST, PREC_BF16, 1, sizes, 3, ACT_RELU, 33, 10, 17, 4), n,
                     "train_mlp_fast.cu BF16: the same with a last batch of 17 rows");
+    // the fused step: runs of several steps in one launch (the next batch fetched during a step,
+    // W0's rows and W1's columns kept in shared memory from step to step and written back at the
+    // end) give the same bits as one launch a step, whose every tensor the step-by-step cases
+    // compare with the CPU; runs of 4, 4 and 2 steps, and of 3, 3, 3 and 1
+    const int two[] = {784, 100, 10};
+    size_t w2[MAX_LAYERS], b2[MAX_LAYERS];
+    size_t n2 = param_layout(two, 2, w2, b2);
+    check_identical(train_weights(FUSED, 0, 0, two, 2, ACT_RELU, 33, 10, 17, 4),
+                    train_weights(FUSED, 0, 1, two, 2, ACT_RELU, 33, 10, 17, 4), n2,
+                    "train_mlp_fast.cu -f 2: runs of 4, 4 and 2 steps in one launch each, the last batch of 17 rows, "
+                    "give the same bits as one step a launch");
+    check_identical(train_weights(FUSED, 0, 0, two, 2, ACT_SIGMOID, 33, 10, 33, 3),
+                    train_weights(FUSED, 0, 1, two, 2, ACT_SIGMOID, 33, 10, 33, 3), n2,
+                    "train_mlp_fast.cu -f 2: runs of 3, 3, 3 and 1 steps give the same bits as one step a launch");
+    check_identical(train_weights(FUSED, 0, 1, two, 2, ACT_TANH, 33, 10, 17, 10),
+                    train_weights(FUSED, 0, 1, two, 2, ACT_TANH, 33, 10, 17, 10), n2,
+                    "train_mlp_fast.cu -f 2: two runs of 10 steps in one launch from the same seed give identical "
+                    "weights");
 }
 
 // ----------------------------------------------------------------------------
@@ -1020,14 +1067,14 @@ static void ref_check_gpu(const char *path, int trainer) {
 static void usage(FILE *f, const char *prog) {
     fprintf(f, "usage: %s                run the whole test suite\n"
                "       %s -Q             a subset that still launches every kernel (for compute-sanitizer)\n"
-               "       %s [trainer flags] [-N STEPS] [-G readable|fast|both]\n"
+               "       %s [trainer flags] [-N STEPS] [-G readable|fast|fused|all]\n"
                "                         your own model: the first STEPS (default 10) steps of a training run\n"
                "                         on the CPU and on the GPU side by side, every tensor at every step\n\n"
                "  -V        print every tensor at every step (the suite; your own model always does)\n"
                "  -X        stop after the first case that fails (mutation runs: dev/mutate/)\n"
                "  -N INT    steps to compare (default 10)\n"
-               "  -G WHICH  the GPU trainer to compare: readable (train_mlp.cu), fast (train_mlp_fast.cu), both\n"
-               "            (default both)\n\n"
+               "  -G WHICH  the GPU trainer to compare: readable (train_mlp.cu), fast (train_mlp_fast.cu -f 0),\n"
+               "            fused (train_mlp_fast.cu -f 2, for the models it takes), all (default)\n\n"
                "the trainer flags (the same table as train_mlp_fast's; -n, -v, -o and -t have no effect here):\n",
             prog, prog, prog);
     Config d;
@@ -1077,9 +1124,17 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
     } else {
         cudaDeviceProp p = require_gpu();
         printf("GPU: %s (sm_%d%d)\n", p.name, p.major, p.minor);
-        for (int trainer = READABLE; trainer <= FAST; trainer++) {
-            if (which != 2 && which != trainer) continue;
-            int prec = trainer == FAST ? cfg->precision : PREC_FP32;
+        for (int trainer = READABLE; trainer <= FUSED; trainer++) {
+            if (which != ALL_TRAINERS && which != trainer) continue;
+            int prec = trainer != READABLE ? cfg->precision : PREC_FP32;
+            if (trainer == FUSED) {
+                FusedPlan f = fused_step_plan(cfg->sizes, cfg->L, B, prec);
+                if (!f.ok) {
+                    printf("\n-- %s: not for this model: %s\n", TRAINER_NAMES[trainer], f.why);
+                    if (which == FUSED) skip("%s: %s", TRAINER_NAMES[trainer], f.why);
+                    continue;
+                }
+            }
             printf("\n-- %s%s against the CPU\n", TRAINER_NAMES[trainer], PREC_SHORT[prec]);
             gpu_vs_cpu_on(trainer, prec, cfg->sizes, cfg->L, cfg->act, B, plan.steps, plan.last_bs, &h, perm, cfg->seed, o);
         }
@@ -1091,7 +1146,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
 }
 
 int main(int argc, char **argv) {
-    int quick = 0, steps = 10, which = 2, own = 0;
+    int quick = 0, steps = 10, which = ALL_TRAINERS, own = 0;
     char *rest[256];
     int nrest = 0;
     rest[nrest++] = argv[0];
@@ -1112,8 +1167,11 @@ int main(int argc, char **argv) {
                 if (*end || n < 1 || n > 100000) usage_error(argv[0], "-N: '%s' is not a step count from 1 to 100000", v);
                 steps = (int)n;
             } else {
-                which = strcmp(v, "readable") == 0 ? READABLE : strcmp(v, "fast") == 0 ? FAST : strcmp(v, "both") == 0 ? 2 : -1;
-                if (which < 0) usage_error(argv[0], "-G: '%s' is not readable, fast or both", v);
+                which = strcmp(v, "readable") == 0 ? READABLE
+                        : strcmp(v, "fast") == 0   ? FAST
+                        : strcmp(v, "fused") == 0  ? FUSED
+                        : strcmp(v, "all") == 0 || strcmp(v, "both") == 0 ? ALL_TRAINERS : -2;
+                if (which == -2) usage_error(argv[0], "-G: '%s' is not readable, fast, fused or all", v);
             }
         } else if (nrest < 255) {
             rest[nrest++] = argv[i];
@@ -1147,6 +1205,11 @@ int main(int argc, char **argv) {
     const int linear[] = {784, 10};           // one layer: softmax regression, no hidden layer
     const int tail[] = {23, 5, 7};            // W1: 35 weights at a 16-byte aligned offset: sgd_update_fast's
                                               // float4 kernel and its one-at-a-time tail (kernels/fast/sgd_fast.cuh)
+    // the fused step (-f 2) split otherwise than the small model (128 blocks of 1 unit, a block per row
+    // of the batch in its head): 3 units a block on a GPU of 101 to 150 SMs, the last block with 1,
+    // 17 classes (B 100); and 8 blocks, 32 rows each in the head, 3 classes (B 256)
+    const int fused3[] = {256, 301, 17};
+    const int fused_tiny[] = {64, 8, 3};
     section("the GPU against the CPU, step by step");
     if (quick) {  // every kernel and path once, small enough for memcheck and racecheck
         CASE(gpu_vs_cpu(READABLE, 0, odd, 3, ACT_TANH, 33, 17));
@@ -1158,6 +1221,7 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu(FAST, PREC_BF16, odd, 3, ACT_RELU, 33, 17));
         CASE(gpu_vs_cpu(FAST, PREC_BF16, many, 2, ACT_SIGMOID, 33, 5));
         CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));
+        CASE(gpu_vs_cpu(FUSED, 0, fused3, 2, ACT_TANH, 100, 37));
         CASE(test_matmul_configs());
         CASE(test_determinism());
         return test_exit();
@@ -1174,6 +1238,12 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FAST, 0, head32, 2, ACT_RELU, 33, 9));   // the fused head with 17-32 classes
     CASE(gpu_vs_cpu(FAST, 0, many, 2, ACT_RELU, 33, 9));     // the fast path without the fused head
     CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));    // the SGD kernel's tail
+    // the fused step (-f 2): the small model with each activation, a batch of one, other splits
+    for (int act = 0; act < 3; act++) CASE(gpu_vs_cpu(FUSED, 0, small, 2, act, 64, 32));
+    CASE(gpu_vs_cpu(FUSED, 0, small, 2, ACT_SIGMOID, 1, 1));
+    CASE(gpu_vs_cpu(FUSED, 0, fused3, 2, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu(FUSED, 0, fused_tiny, 2, ACT_RELU, 256, 255));
+    CASE(test_fused_plan());
     CASE(gpu_vs_cpu_big(PREC_FP32));                         // FP32 as 3xTF32 on the tensor cores
     // the TF32 tensor-core path, with its looser tolerances, and each product against its emulation
     CASE(gpu_vs_cpu(FAST, 1, small, 2, ACT_SIGMOID, 64, 32));

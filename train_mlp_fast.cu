@@ -11,11 +11,15 @@ fast kernels of kernels/fast/ and three ways to cut the time between them:
                         tensor cores with -x 1, BF16 with -x 2 (kernels/fast/matmul_fast.h)
     streams and graphs  the backward pass runs on three streams (model_backward_update), the next
                         batch is gathered while a step runs, and each run of steps between two log
-                        lines is captured once into a CUDA graph and replayed (-f 1, the default):
-                        a step costs one graph launch, not a dozen host launches
+                        lines is captured once into a CUDA graph and replayed (-f 1): a step costs
+                        one graph launch, not a dozen host launches
+    one kernel          a model with one hidden layer in FP32 runs each run of steps as one kernel
+                        (-f 2, the default; kernels/fast/fused_step.cuh): no gaps between kernels,
+                        two grid-wide barriers a step
 
-Paths (-f): 1 (the default) replays CUDA graphs; 0 launches the same kernels on the same streams
-from the host, step by step: what the graphs save, measured by running both.
+Paths (-f): 2 (the default) the fused step for the models it takes (fused_step_plan says which and
+why not), the graphs for the others; 1 replays CUDA graphs; 0 launches the same kernels on the same
+streams from the host, step by step: what the graphs save, measured by running both.
 Precision (-x): 0 FP32 (on the CUDA cores, or, for the large products the planner's tuned table
 names, as 3xTF32 on the tensor cores, within the same tolerances: kernels/fast/matmul_fast.h);
 1 TF32 tensor cores in the matmuls (the forward products' operands are
@@ -53,6 +57,7 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "kernels/data.cuh"              // DeviceData, init_uniform_kernel
 #include "kernels/softmax_xent.cuh"      // softmax_xent_eval_kernel, sum_two_kernel (evaluation)
 #include "kernels/fast/dbias.cuh"        // matmul_backward_dbias_fast: bias gradient + SGD step
+#include "kernels/fast/fused_step.cuh"   // fused_step_plan, fused_steps: a run of steps in one kernel (-f 2)
 #include "kernels/fast/gather_fast.cuh"  // gather_batch_step, gather_rows_fast
 #include "kernels/fast/head.cuh"         // head_forward_backward, head_batch_sums
 #include "kernels/fast/matmul_fast.h"    // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
@@ -107,6 +112,8 @@ typedef struct {
     cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_step;
     StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
     int num_graphs;
+    FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
+    long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
 } Model;
 
 // n_train: rows of the permutation; steps_per_epoch: entries of step_losses
@@ -409,6 +416,53 @@ static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, con
         cudaCheck(cudaGraphDestroy(graph));
     }
     cudaCheck(cudaGraphLaunch(g->exec, stream));
+}
+
+// -f 2: whether the model takes the fused step (kernels/fast/fused_step.cuh); m->fused.why says why
+// not. Returns m->fused.ok.
+static int model_use_fused(Model *m) {
+    m->fused = fused_step_plan(m->sizes, m->L, m->B, m->prec);
+    return m->fused.ok;
+}
+
+// Runs n steps, the last of them with last_bs rows, as one kernel (-f 2, after model_use_fused): the
+// same steps as n train_step()s, the batch gathered inside it into acts[0] = batches[0].
+static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
+    m->acts[0] = m->batches[0];
+    m->labels = m->batch_labels[0];
+    FusedStepArgs a;
+    memset(&a, 0, sizeof(a));
+    a.params = m->params;
+    a.mbuf = m->mbuf;
+    a.grads = m->grads;
+    a.w0 = m->w_off[0];
+    a.b0 = m->b_off[0];
+    a.w1 = m->w_off[1];
+    a.b1 = m->b_off[1];
+    a.x = m->acts[0];
+    a.h = m->acts[1];
+    a.logits = m->acts[2];
+    a.dh = m->dacts[1];
+    a.dz = m->dacts[2];
+    a.losses = m->losses;
+    a.labels_out = m->labels;
+    a.step_losses = m->step_losses;
+    a.step = m->step;
+    a.perm = m->perm;
+    a.images = train->images;
+    a.all_labels = train->labels;
+    a.B = m->B;
+    a.IN = m->sizes[0];
+    a.H = m->sizes[1];
+    a.C = m->sizes[2];
+    a.act = m->act;
+    a.n = n;
+    a.last_bs = last_bs;
+    a.lr = c->lr;
+    a.mu = c->momentum;
+    a.wd = c->weight_decay;
+    a.prof = m->fused_prof;
+    fused_steps(&m->fused, &a, stream);
 }
 
 // ----------------------------------------------------------------------------
@@ -1009,8 +1063,14 @@ int main(int argc, char **argv) {
                  plan.steps);
     box_row("device", "%s (sm_%d%d, %d SMs, %.0f GB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
             prop.totalGlobalMem / 1e9);
-    box_row("kernels (-f)", "%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
-                                                         : "0: fused, three streams, launched step by step");
+    if (cfg.path == PATH_FUSED && !model_use_fused(&model)) cfg.path = PATH_GRAPH;
+    if (cfg.path == PATH_FUSED)
+        box_row("kernels (-f)", "2: a run of steps as one kernel, %d blocks of %d unit%s", model.fused.blocks,
+                model.fused.U, model.fused.U > 1 ? "s" : "");
+    else
+        box_row("kernels (-f)", "%s%s%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
+                                                                  : "0: fused, three streams, launched step by step",
+                model.fused.why[0] ? "; not -f 2: " : "", model.fused.why);
     box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg.precision]);
     box_rule();
 
@@ -1040,7 +1100,9 @@ int main(int argc, char **argv) {
         while (done < plan.steps) {
             int next_log = (done / cfg.log_every + 1) * cfg.log_every;
             int end = next_log < plan.steps ? next_log : plan.steps;
-            if (cfg.path == PATH_GRAPH) {
+            if (cfg.path == PATH_FUSED) {
+                fused_run(&model, &train, end - done, epoch_batch_size(&plan, end - 1, B), &cfg, stream);
+            } else if (cfg.path == PATH_GRAPH) {
                 run_steps(&model, &train, end - done, epoch_batch_size(&plan, end - 1, B), &cfg, stream);
             } else {
                 for (int s = done; s < end; s++) train_step(&model, &train, epoch_batch_size(&plan, s, B), &cfg, stream);

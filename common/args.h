@@ -26,8 +26,9 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #define MAX_PREDICT 32  // -p may be given this many times
 #define MAX_GPUS 64     // -g takes at most this many GPUs
 
-// How the fast GPU trainer runs its steps (-f)
-enum { PATH_LAUNCH = 0, PATH_GRAPH = 1 };
+// How the fast GPU trainer runs its steps (-f); PATH_FUSED falls back to PATH_GRAPH for models the
+// fused step does not take (kernels/fast/fused_step.cuh)
+enum { PATH_LAUNCH = 0, PATH_GRAPH = 1, PATH_FUSED = 2 };
 // train_mlp_fast's -x: the precision of the matmuls (everything else is FP32 in every mode)
 enum { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2 };
 static const char *const PREC_NAMES[] = {"FP32", "TF32 tensor cores", "BF16 tensor cores, FP32 master weights"};
@@ -116,8 +117,9 @@ static const ArgSpec ARGS[] = {
      "matmul precision: 0 FP32; 1 TF32 on the tensor cores (inputs rounded to 10 mantissa bits, FP32 sums): "
      "faster, results differ from FP32 in the 3rd or 4th digit; 2 BF16 on the tensor cores (inputs rounded to 7 "
      "mantissa bits, FP32 sums; weights, optimizer, loss and softmax stay FP32): differs in the 2nd or 3rd"},
-    {'f', "0|1", ARG_INT, CFG(path), 0, 1, PROG_FAST,
-     "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them"},
+    {'f', "0|1|2", ARG_INT, CFG(path), 0, 2, PROG_FAST,
+     "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them; "
+     "2 (default): a model with one hidden layer in FP32 runs each run of steps as one kernel, others as 1"},
     {'g', "N", ARG_INT, CFG(gpus), 0, MAX_GPUS, PROG_FAST,
      "data-parallel training on N GPUs through NCCL, a thread per GPU, each taking -b/N rows of every batch "
      "(also --gpus N); 0: one GPU, without NCCL"},
@@ -142,7 +144,7 @@ static inline void config_defaults(Config *c, int prog) {
     (void)prog;  // (c->log_path stays empty: each run writes a log of its own, common/log.h)
     c->max_steps = 0;
     c->precision = PREC_FP32;
-    c->path = PATH_GRAPH;
+    c->path = PATH_FUSED;
 }
 
 // "784,128,10" -> sizes and L; 0 on success, else writes err

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Trainer A/B: the epoch time of two builds of the fast trainer, run alternately on the same GPU, so that
 # the machine's drift hits both alike. Prints one line per repetition and build: the median epoch
-# (epochs 2-5 of a 5-epoch run: the first one captures the CUDA graphs) of the wide model in TF32
-# and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one (784,128,10 sigmoid, batch 64);
+# (epochs 2-5 of a 5-epoch run: the first one captures the CUDA graphs; each build with its default -f)
+# of the wide model in TF32 and in FP32 (784,1024,1024,10 relu, batch 256) and of the small one
+# (784,128,10 sigmoid, batch 64);
 # with MODEL=big, of the big model in TF32, FP32 and BF16 instead (784,4096,4096,10 relu, batch 1024,
 # lr 0.05; a build without -x 2 prints FAIL for BF16).
 #   bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY (default ./train_mlp_fast)] [REPS (default 3)]
@@ -30,7 +31,7 @@ fi
 [ -n "$DATA" ] || { echo "error: no dataset found ---> try: make data, or DATA=dir" >&2; exit 2; }
 
 epoch_ms() {  # binary, flags... -> median epoch time in ms over epochs 2..5, or FAIL
-    "$@" -d "$DATA" -f 1 -n 5 -v 1000000 -o /tmp/ab_trainer.csv 2>&1 |
+    "$@" -d "$DATA" -n 5 -v 1000000 -o /tmp/ab_trainer.csv 2>&1 |
         awk '/^epoch [0-9]+ done/ {n++; if (n > 1) print $5 * 1000}' | sort -n |
         awk '{v[NR] = $1} END {if (NR == 0) print "FAIL"; else print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2}'
 }

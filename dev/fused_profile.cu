@@ -1,0 +1,127 @@
+/*
+dev/fused_profile.cu: where the time of the fused step goes (train_mlp_fast -f 2,
+kernels/fast/fused_step.cuh), phase by phase.
+
+Runs STEPS steps of a one-hidden-layer model on random bytes in one launch of the fused kernel, as
+the trainer does between two log lines, and prints:
+  - the time a step takes (CUDA events around the launch, the median of 5 launches, after one);
+  - then, from a launch with the kernel's clock64() stamps (FusedStepArgs.prof: thread 0 of every
+    block, after a __syncthreads at each point), the median over the steps of each phase: for
+    block 0 (which also does the bias of the last layer and the mean loss) and for the slowest
+    block in that phase. The stamps' __syncthreads slow the step a little; the table says where
+    the time goes, the first line how much there is.
+
+    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS]]]
+    e.g. dev/bin/fused_profile 784,128,10 64 200    (the default: the small model)
+*/
+#define TESTING
+#include "train_mlp_fast.cu"
+
+#include <algorithm>
+#include <vector>
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int main(int argc, char **argv) {
+    using namespace fast;
+    int sizes[MAX_LAYERS + 1], L = 0;
+    char err[256];
+    if (parse_layers(argc > 1 ? argv[1] : "784,128,10", sizes, &L, err, sizeof(err)) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return 2;
+    }
+    const int B = argc > 2 ? atoi(argv[2]) : 64, steps = argc > 3 ? atoi(argv[3]) : 200;
+    if (B < 1 || steps < 2) {
+        fprintf(stderr, "usage: %s [SIZES [B (>= 1) [STEPS (>= 2)]]]\n", argv[0]);
+        return 2;
+    }
+    cudaDeviceProp prop = require_gpu();
+    const int n = B * steps, D = sizes[0], C = sizes[L];
+    uint8_t *images = (uint8_t *)mallocCheck((size_t)n * D), *labels = (uint8_t *)mallocCheck((size_t)n);
+    Rng rng;
+    rng_seed(&rng, 7, 1);
+    for (size_t i = 0; i < (size_t)n * D; i++) images[i] = (uint8_t)rng_below(&rng, 256);
+    for (int i = 0; i < n; i++) labels[i] = (uint8_t)rng_below(&rng, (uint32_t)C);
+    DeviceData d;
+    device_data_upload(&d, images, labels, n, D);
+    Model m;
+    model_build(&m, sizes, L, ACT_SIGMOID, B, B, PREC_FP32, n, steps);
+    model_init_params(&m, 1337, 0);
+    if (!model_use_fused(&m)) {
+        fprintf(stderr, "error: the fused step does not take this model: %s\n", m.fused.why);
+        return 2;
+    }
+    std::vector<int> perm(n);
+    for (int i = 0; i < n; i++) perm[i] = i;
+    cudaCheck(cudaMemcpy(m.perm, perm.data(), sizeof(int) * (size_t)n, cudaMemcpyHostToDevice));
+    Config cfg;
+    config_defaults(&cfg, PROG_FAST);
+    cudaEvent_t t0, t1;
+    cudaCheck(cudaEventCreate(&t0));
+    cudaCheck(cudaEventCreate(&t1));
+    auto timed_run = [&]() {   // one launch of `steps` steps from step 0: its time in ms
+        const int zero = 0;
+        cudaCheck(cudaMemcpy(m.step, &zero, sizeof(int), cudaMemcpyHostToDevice));
+        cudaCheck(cudaEventRecord(t0, 0));
+        fused_run(&m, &d, steps, B, &cfg, 0);
+        cudaCheck(cudaEventRecord(t1, 0));
+        cudaCheck(cudaEventSynchronize(t1));
+        float ms;
+        cudaCheck(cudaEventElapsedTime(&ms, t0, t1));
+        return (double)ms;
+    };
+    std::vector<double> per_step;
+    for (int rep = 0; rep < 6; rep++) {
+        const double ms = timed_run();
+        if (rep > 0) per_step.push_back(1e3 * ms / steps);
+    }
+    printf("%s, model %s (B %d), %d blocks of %d unit(s), %zu bytes of shared memory a block\n", prop.name,
+           argc > 1 ? argv[1] : "784,128,10", B, m.fused.blocks, m.fused.U, m.fused.smem);
+    printf("a step: %.2f us (median of 5 launches of %d steps)\n", median(per_step), steps);
+
+    const int P = FUSED_PROF_POINTS, G = m.fused.blocks;
+    long long *prof;
+    cudaCheck(cudaMalloc(&prof, sizeof(long long) * (size_t)G * steps * P));
+    m.fused_prof = prof;
+    const double ms = timed_run();
+    std::vector<long long> h((size_t)G * steps * P);
+    cudaCheck(cudaMemcpy(h.data(), prof, sizeof(long long) * h.size(), cudaMemcpyDeviceToHost));
+    int khz;
+    cudaCheck(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+    const double ns_per_cycle = 1e6 / khz;
+    printf("with the stamps: %.2f us a step; SM clock %.0f MHz (its nominal rate: the cycles below are read as ns "
+           "at it)\n", 1e3 * ms / steps, khz / 1e3);
+    static const char *const names[] = {"phase A: h's columns, next batch", "wait at the first barrier",
+                                        "phase B1: logits, loss, dz", "wait at the second barrier",
+                                        "phase B2: dz from L2, dh", "dW1, db, dW0, SGD", "to the next phase A"};
+    printf("%-34s %12s %12s\n", "phase (median over steps)", "block 0 ns", "slowest ns");
+    double total0 = 0;
+    for (int k = 0; k < P; k++) {
+        std::vector<double> worst;
+        double b0 = 0;
+        for (int g = 0; g < G; g++) {
+            std::vector<double> v;
+            for (int s = 1; s + 1 < steps; s++) {
+                const long long *t = &h[((size_t)g * steps + s) * P];
+                const long long end = k + 1 < P ? t[k + 1] : t[P]; // t[P] is the next step's point 0
+                v.push_back((double)(end - t[k]) * ns_per_cycle);
+            }
+            const double med = median(v);
+            if (g == 0) b0 = med;
+            worst.push_back(med);
+        }
+        total0 += b0;
+        printf("%-34s %12.0f %12.0f\n", names[k], b0, *std::max_element(worst.begin(), worst.end()));
+    }
+    printf("%-34s %12.0f\n", "block 0, all phases", total0);
+    cudaCheck(cudaFree(prof));
+    m.fused_prof = NULL;
+    model_free(&m);
+    device_data_free(&d);
+    free(images);
+    free(labels);
+    return 0;
+}
