@@ -42,7 +42,7 @@ memory, with cp.async: the next step's rows are requested at the end of phase A 
 the barriers and phase B (a second buffer). Products with the pixels take the bytes as they are,
 exact in float, and scale the sum by 1/255 once: Σ (p / 255) w becomes (Σ p w) · (1/255), a
 difference in the last bits of the float sum (the tolerances of test_mlp cover it; x itself, stored
-for the caller, is p / 255 to the bit, as the gather computes it).
+for the caller, is the gather's pixel_value, p / 255 to the bit).
 
 Memory ordering: data another block wrote during this kernel (h, dz, the losses, W1, b1) is read
 with __ldcg (from L2, not the SM's L1, which is not kept coherent with other SMs); the grid barrier
@@ -61,10 +61,10 @@ block within the GPU's limit. Otherwise the trainer runs the graph path.
 #include <cooperative_groups.h>
 #include <stdint.h>
 
-#include "../../common/utils.h"  // die
 #include "../activation.cuh"      // activation_apply, activation_grad_from_output
 #include "../common.cuh"          // cudaCheck, CEIL_DIV
 #include "../sgd.cuh"             // sgd_one
+#include "gather_fast.cuh"        // pixel_value
 
 #define FUSED_THREADS 512  // 16 warps: the phases are chains of loads and sums, and more warps hide more of them
 #define FUSED_MAX_U 4      // hidden units per block
@@ -132,15 +132,6 @@ __device__ __forceinline__ float4 fused_bytes(uint32_t w) {
                        __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7541)) - big,
                        __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7542)) - big,
                        __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7543)) - big);
-}
-
-// p / 255 to the bit (as pixel_value computes it): the product with the rounded reciprocal, then one
-// correction with its remainder, which is exact (an FMA); checked for all 256 bytes in test_mlp
-// through the stored batch
-__device__ __forceinline__ float fused_pixel(float p) {
-    const float r = 1.0f / 255.0f;
-    const float q = __fmul_rn(p, r);
-    return fmaf(fmaf(-q, 255.0f, p), r, q);
 }
 
 // the butterfly sum over a warp: every lane gets the same bits (a + b == b + a)
@@ -269,7 +260,7 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_step_kernel(FusedStepArgs
         // the batch as floats for the caller: a row per block, rows G apart
         for (int b = blockIdx.x; b < bs; b += G)
             for (int k = tid; k < IN; k += FUSED_THREADS)
-                a.x[(size_t)b * IN + k] = fused_pixel((float)x[(size_t)b * IN + k]);
+                a.x[(size_t)b * IN + k] = pixel_value(x[(size_t)b * IN + k], 0);
         // the next batch on its way (its buffer was last read by the step before this one)
         if (i + 1 < a.n) {
             if (tid < next_bs) idxs[tid] = next_item;
@@ -469,7 +460,15 @@ static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec
             snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", l.total, optin);
             return f;
         }
-        if (CEIL_DIV(H, U) <= sms) {  // one block an SM: its shared memory leaves room for no second
+        if (CEIL_DIV(H, U) <= sms) {  // a block an SM, all resident at once (a cooperative launch)
+            int per_sm = 0;
+            cudaCheck(cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+            cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_step_kernel, FUSED_THREADS, l.total));
+            if (per_sm < 1) {
+                snprintf(f.why, sizeof(f.why), "a block of %d threads and %zu bytes does not fit an SM", FUSED_THREADS,
+                         l.total);
+                return f;
+            }
             f.ok = 1;
             f.U = U;
             f.blocks = CEIL_DIV(H, U);
@@ -481,20 +480,9 @@ static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec
     return f;
 }
 
-// n steps (the last with last_bs rows) of the model in a, from the device step counter on
+// n steps (the last with last_bs rows) of the model in a, from the device step counter on; f from
+// fused_step_plan on this GPU (which also raised the kernel's shared-memory limit)
 static inline void fused_steps(const FusedPlan *f, FusedStepArgs *a, cudaStream_t stream) {
-    static int attr_set = 0;  // the shared memory limit is raised once
-    int dev, sms, optin, per_sm = 0;
-    cudaCheck(cudaGetDevice(&dev));
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (!attr_set) {
-        cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-        cudaCheck(cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-        attr_set = 1;
-    }
-    cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_step_kernel, FUSED_THREADS, f->smem));
-    if (per_sm * sms < f->blocks)
-        die("", "internal: the fused step needs %d resident blocks, the GPU holds %d", f->blocks, per_sm * sms);
     a->U = f->U;
     void *args[] = {a};
     cudaCheck(cudaLaunchCooperativeKernel((const void *)fused_step_kernel, dim3(f->blocks), dim3(FUSED_THREADS), args,
