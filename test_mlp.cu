@@ -288,10 +288,11 @@ static void emu_report_print(const EmuReport *r) {
 // ----------------------------------------------------------------------------
 // one GPU model of either trainer, behind one small interface
 
-// FUSED: the fast trainer's -f 2, its fused step (kernels/fast/fused_step.cuh), for the models it takes
+// FUSED: the fast trainer's -f 3, its fused steps (kernels/fast/fused_step.cuh, or fused_deep.cuh for
+// two or more hidden layers) for every model they can run (-f 2 takes them where they are faster)
 enum { READABLE = 0, FAST = 1, FUSED = 2, ALL_TRAINERS = -1 };
 static const char *const TRAINER_NAMES[] = {"train_mlp.cu (readable)", "train_mlp_fast.cu",
-                                            "train_mlp_fast.cu -f 2 (the fused step)"};
+                                            "train_mlp_fast.cu -f 3 (a fused step)"};
 
 typedef struct {
     int trainer, prec, B, L, sizes[MAX_LAYERS + 1];   // prec: PREC_* (common/args.h), the fast trainer's -x
@@ -338,7 +339,7 @@ static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int 
     } else {
         fast::model_build(&g->f, sizes, L, act, B, B, prec, n, steps);
         fast::model_init_params(&g->f, seed, g->stream);
-        if (trainer == FUSED && !fast::model_use_fused(&g->f))
+        if (trainer == FUSED && !fast::model_use_fused(&g->f, 1))
             die("", "internal: test case for the fused step with a model it does not take: %s", g->f.fused.why);
     }
     size_t np = trainer == READABLE ? g->r.num_params : g->f.num_params;
@@ -924,6 +925,42 @@ static void test_fused_plan(void) {
         f = fused_step_plan(no[i].sizes, no[i].L, no[i].B, no[i].prec);
         check(!f.ok && f.why[0], "fused step: not taken with %s (%s)", no[i].what, f.why);
     }
+    // the deep fused step (kernels/fast/fused_deep.cuh), where it can run (-f 3): the wide model in every
+    // precision, a block per SM; four layers
+    const int wide[] = {784, 1024, 1024, 10}, four[] = {64, 96, 48, 52, 17}, odd[] = {784, 100, 37, 10},
+              big[] = {784, 4096, 4096, 10}, deep40[] = {784, 128, 64, 40}, narrow[] = {784, 256, 256, 10};
+    int sms = 0;
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (int prec = PREC_FP32; prec <= PREC_BF16; prec++) {
+        f = fast::fused_plan(wide, 3, 256, prec, 1);
+        check(f.ok && f.deep && f.blocks == sms, "deep fused step: -f 3 runs the wide model at batch 256, -x %d (%d "
+              "blocks on %d SMs)", prec, f.blocks, sms);
+    }
+    f = fast::fused_plan(four, 4, 100, PREC_FP32, 1);
+    check(f.ok && f.deep, "deep fused step: -f 3 runs 64,96,48,52,17 at batch 100");
+    f = fast::fused_plan(small, 2, 64, PREC_FP32, 0);
+    check(f.ok && !f.deep, "fused_plan: one hidden layer goes to the fused step of one hidden layer");
+    struct { const int *sizes; int L, B; const char *what; } dno[] = {
+        {odd, 3, 33, "a width of 37"}, {big, 3, 1024, "batch 1024"}, {big, 3, 256, "4096 hidden units"},
+        {deep40, 3, 64, "40 classes"}};
+    for (size_t i = 0; i < sizeof(dno) / sizeof(dno[0]); i++) {
+        f = fast::fused_plan(dno[i].sizes, dno[i].L, dno[i].B, PREC_FP32, 1);
+        check(!f.ok && f.why[0], "deep fused step: cannot run with %s (%s)", dno[i].what, f.why);
+    }
+    // and where -f 2 takes it: TF32 and BF16 with one wave of tiles a product (fused_deep_faster); on a
+    // GPU of 128 to 256 SMs the wide model at batch 256 is one wave (128 tiles of 32 x 64)
+    if (sms >= 128 && sms <= 256)
+        for (int prec = PREC_TF32; prec <= PREC_BF16; prec++) {
+            f = fast::fused_plan(wide, 3, 256, prec, 0);
+            check(f.ok && f.deep, "deep fused step: -f 2 takes the wide model at batch 256, -x %d", prec);
+        }
+    struct { const int *sizes; int B, prec; const char *what; } slower[] = {
+        {wide, 256, PREC_FP32, "FP32"}, {narrow, 64, PREC_TF32, "784,256,256,10 at batch 64 (8 tiles a product)"},
+        {wide, 512, PREC_TF32, "the wide model at batch 512 (two waves)"}};
+    for (size_t i = 0; i < sizeof(slower) / sizeof(slower[0]); i++) {
+        f = fast::fused_plan(slower[i].sizes, 3, slower[i].B, slower[i].prec, 0);
+        check(!f.ok && f.why[0], "deep fused step: -f 2 leaves %s to the graphs (%s)", slower[i].what, f.why);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -1021,6 +1058,26 @@ static void test_determinism(void) {
                     train_weights(FUSED, 0, 1, two, 2, ACT_TANH, 33, 10, 17, 10), n2,
                     "train_mlp_fast.cu -f 2: two runs of 10 steps in one launch from the same seed give identical "
                     "weights");
+    // the deep fused step (kernels/fast/fused_deep.cuh): the batches alternate between two buffers, the
+    // next one gathered during the head's phase; runs of several steps in one launch give the same bits
+    // as one step a launch, in each precision
+    const int deep[] = {784, 100, 36, 10};
+    size_t w3[MAX_LAYERS], b3[MAX_LAYERS];
+    size_t n3 = param_layout(deep, 3, w3, b3);
+    check_identical(train_weights(FUSED, 0, 0, deep, 3, ACT_RELU, 33, 10, 17, 4),
+                    train_weights(FUSED, 0, 1, deep, 3, ACT_RELU, 33, 10, 17, 4), n3,
+                    "train_mlp_fast.cu -f 2, two hidden layers: runs of 4, 4 and 2 steps in one launch each, the last "
+                    "batch of 17 rows, give the same bits as one step a launch");
+    check_identical(train_weights(FUSED, 1, 0, deep, 3, ACT_TANH, 33, 10, 33, 3),
+                    train_weights(FUSED, 1, 1, deep, 3, ACT_TANH, 33, 10, 33, 3), n3,
+                    "train_mlp_fast.cu -f 2 TF32, two hidden layers: runs of 3, 3, 3 and 1 steps, the same bits");
+    check_identical(train_weights(FUSED, PREC_BF16, 0, deep, 3, ACT_SIGMOID, 33, 10, 17, 4),
+                    train_weights(FUSED, PREC_BF16, 1, deep, 3, ACT_SIGMOID, 33, 10, 17, 4), n3,
+                    "train_mlp_fast.cu -f 2 BF16, two hidden layers: runs of 4, 4 and 2 steps, the same bits");
+    check_identical(train_weights(FUSED, 0, 1, deep, 3, ACT_TANH, 33, 10, 17, 10),
+                    train_weights(FUSED, 0, 1, deep, 3, ACT_TANH, 33, 10, 17, 10), n3,
+                    "train_mlp_fast.cu -f 2, two hidden layers: two runs of 10 steps in one launch give identical "
+                    "weights");
 }
 
 // ----------------------------------------------------------------------------
@@ -1074,7 +1131,7 @@ static void usage(FILE *f, const char *prog) {
                "  -X        stop after the first case that fails (mutation runs: dev/mutate/)\n"
                "  -N INT    steps to compare (default 10)\n"
                "  -G WHICH  the GPU trainer to compare: readable (train_mlp.cu), fast (train_mlp_fast.cu -f 0),\n"
-               "            fused (train_mlp_fast.cu -f 2, for the models it takes), all (default)\n\n"
+               "            fused (train_mlp_fast.cu -f 3, for the models its fused steps can run), all (default)\n\n"
                "the trainer flags (the same table as train_mlp_fast's; -n, -v, -o and -t have no effect here):\n",
             prog, prog, prog);
     Config d;
@@ -1128,7 +1185,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
             if (which != ALL_TRAINERS && which != trainer) continue;
             int prec = trainer != READABLE ? cfg->precision : PREC_FP32;
             if (trainer == FUSED) {
-                FusedPlan f = fused_step_plan(cfg->sizes, cfg->L, B, prec);
+                FusedPlan f = fast::fused_plan(cfg->sizes, cfg->L, B, prec, 1);
                 if (!f.ok) {
                     printf("\n-- %s: not for this model: %s\n", TRAINER_NAMES[trainer], f.why);
                     if (which == FUSED) skip("%s: %s", TRAINER_NAMES[trainer], f.why);
@@ -1210,6 +1267,9 @@ int main(int argc, char **argv) {
     // 17 classes (B 100); and 8 blocks, 32 rows each in the head, 3 classes (B 256)
     const int fused3[] = {256, 301, 17};
     const int fused_tiny[] = {64, 8, 3};
+    // the deep fused step (widths but the classes multiples of 4)
+    const int deep_small[] = {784, 64, 32, 10};
+    const int deep4[] = {64, 96, 48, 52, 17};
     section("the GPU against the CPU, step by step");
     if (quick) {  // every kernel and path once, small enough for memcheck and racecheck
         CASE(gpu_vs_cpu(READABLE, 0, odd, 3, ACT_TANH, 33, 17));
@@ -1222,6 +1282,9 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu(FAST, PREC_BF16, many, 2, ACT_SIGMOID, 33, 5));
         CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));
         CASE(gpu_vs_cpu(FUSED, 0, fused3, 2, ACT_TANH, 100, 37));
+        CASE(gpu_vs_cpu(FUSED, 0, deep4, 4, ACT_RELU, 100, 37));
+        CASE(gpu_vs_cpu(FUSED, 1, deep_small, 3, ACT_TANH, 33, 17));
+        CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep4, 4, ACT_SIGMOID, 100, 37));
         CASE(test_matmul_configs());
         CASE(test_determinism());
         return test_exit();
@@ -1243,6 +1306,17 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FUSED, 0, small, 2, ACT_SIGMOID, 1, 1));
     CASE(gpu_vs_cpu(FUSED, 0, fused3, 2, ACT_TANH, 100, 37));
     CASE(gpu_vs_cpu(FUSED, 0, fused_tiny, 2, ACT_RELU, 256, 255));
+    // the deep fused step (-f 2 with two or more hidden layers, kernels/fast/fused_deep.cuh), in each
+    // precision: a small deep model with each activation and a batch of one, the wide model, four
+    // layers with 17 classes (the head's larger variant) at a batch that is no multiple of any tile
+    for (int act = 0; act < 3; act++) CASE(gpu_vs_cpu(FUSED, 0, deep_small, 3, act, 33, 17));
+    CASE(gpu_vs_cpu(FUSED, 0, deep_small, 3, ACT_SIGMOID, 1, 1));
+    CASE(gpu_vs_cpu(FUSED, 0, wide, 3, ACT_TANH, 256, 96));
+    CASE(gpu_vs_cpu(FUSED, 0, deep4, 4, ACT_SIGMOID, 100, 37));
+    CASE(gpu_vs_cpu(FUSED, 1, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu(FUSED, 1, deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu(FUSED, PREC_BF16, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep_small, 3, ACT_SIGMOID, 33, 17));
     CASE(test_fused_plan());
     CASE(gpu_vs_cpu_big(PREC_FP32));                         // FP32 as 3xTF32 on the tensor cores
     // the TF32 tensor-core path, with its looser tolerances, and each product against its emulation

@@ -13,12 +13,13 @@ fast kernels of kernels/fast/ and three ways to cut the time between them:
                         batch is gathered while a step runs, and each run of steps between two log
                         lines is captured once into a CUDA graph and replayed (-f 1): a step costs
                         one graph launch, not a dozen host launches
-    one kernel          a model with one hidden layer in FP32 runs each run of steps as one kernel
-                        (-f 2, the default; kernels/fast/fused_step.cuh): no gaps between kernels,
-                        two grid-wide barriers a step
+    one kernel          each run of steps as one kernel: a model with one hidden layer in FP32
+                        (kernels/fast/fused_step.cuh, two grid-wide barriers a step), or with two or
+                        more hidden layers (kernels/fast/fused_deep.cuh, a barrier between a step's
+                        products): no gaps between kernels
 
-Paths (-f): 2 (the default) the fused step for the models it takes (fused_step_plan says which and
-why not), the graphs for the others; 1 replays CUDA graphs; 0 launches the same kernels on the same
+Paths (-f): 2 (the default) the fused step where it is faster (fused_plan says which models and why
+not), the graphs for the others; 3 the fused step wherever it can run, to compare it with 1; 1 replays CUDA graphs; 0 launches the same kernels on the same
 streams from the host, step by step: what the graphs save, measured by running both.
 Precision (-x): 0 FP32 (on the CUDA cores, or, for the large products the planner's tuned table
 names, as 3xTF32 on the tensor cores, within the same tolerances: kernels/fast/matmul_fast.h);
@@ -57,6 +58,7 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "kernels/data.cuh"              // DeviceData, init_uniform_kernel
 #include "kernels/softmax_xent.cuh"      // softmax_xent_eval_kernel, sum_two_kernel (evaluation)
 #include "kernels/fast/dbias.cuh"        // matmul_backward_dbias_fast: bias gradient + SGD step
+#include "kernels/fast/fused_deep.cuh"   // fused_deep_plan, fused_deep_steps: the same for deeper models
 #include "kernels/fast/fused_step.cuh"   // fused_step_plan, fused_steps: a run of steps in one kernel (-f 2)
 #include "kernels/fast/gather_fast.cuh"  // gather_batch_step, gather_rows_fast
 #include "kernels/fast/head.cuh"         // head_forward_backward, head_batch_sums
@@ -418,16 +420,70 @@ static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, con
     cudaCheck(cudaGraphLaunch(g->exec, stream));
 }
 
-// -f 2: whether the model takes the fused step (kernels/fast/fused_step.cuh); m->fused.why says why
-// not. Returns m->fused.ok.
-static int model_use_fused(Model *m) {
-    m->fused = fused_step_plan(m->sizes, m->L, m->B, m->prec);
+// -f 2: whether the model takes a fused step: one hidden layer in FP32, kernels/fast/fused_step.cuh;
+// two or more hidden layers, kernels/fast/fused_deep.cuh. m->fused.why says why not (the plan of
+// the kernel for the model's depth). Returns m->fused.ok.
+// any (-f 3): wherever it can run; else (-f 2) only where it is faster than the graphs (fused_deep_faster)
+static FusedPlan fused_plan(const int *sizes, int L, int B, int prec, int any) {
+    if (L < 3) return fused_step_plan(sizes, L, B, prec);
+    size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
+    param_layout(sizes, L, w_off, b_off);
+    FusedPlan f = fused_deep_plan(sizes, L, B, prec, w_off, b_off);
+    if (f.ok && !any && !fused_deep_faster(sizes, L, B, prec, f.blocks)) {
+        f.ok = 0;
+        snprintf(f.why, sizeof(f.why), "the graphs are faster for this model (-f 3 runs it as one kernel)");
+    }
+    return f;
+}
+static int model_use_fused(Model *m, int any) {
+    m->fused = fused_plan(m->sizes, m->L, m->B, m->prec, any);
     return m->fused.ok;
 }
 
+// fused_run for a deep model: the batches alternate between the two buffers, the first gathered into
+// batches[0]; afterwards acts[0] and labels are the last step's, as after n train_step()s
+static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs, const Config *c,
+                           cudaStream_t stream) {
+    FusedDeepArgs a;
+    memset(&a, 0, sizeof(a));
+    a.params = m->params;
+    a.mbuf = m->mbuf;
+    a.grads = m->grads;
+    a.params_tf32 = m->params_tf32;
+    memcpy(a.w_off, m->w_off, sizeof(a.w_off));
+    memcpy(a.b_off, m->b_off, sizeof(a.b_off));
+    memcpy(a.acts, m->acts, sizeof(a.acts));
+    memcpy(a.dacts, m->dacts, sizeof(a.dacts));
+    memcpy(a.sizes, m->sizes, sizeof(a.sizes));
+    for (int p = 0; p < 2; p++) {
+        a.xbuf[p] = m->batches[p];
+        a.labbuf[p] = m->batch_labels[p];
+    }
+    a.losses = m->losses;
+    a.step_losses = m->step_losses;
+    a.step = m->step;
+    a.perm = m->perm;
+    a.images = train->images;
+    a.all_labels = train->labels;
+    a.L = m->L;
+    a.act = m->act;
+    a.B = m->B;
+    a.n = n;
+    a.last_bs = last_bs;
+    a.lr = c->lr;
+    a.mu = c->momentum;
+    a.wd = c->weight_decay;
+    a.prof = m->fused_prof;
+    fused_deep_steps(&m->fused, m->prec, &a, stream);
+    m->acts[0] = m->batches[(n - 1) % 2];
+    m->labels = m->batch_labels[(n - 1) % 2];
+}
+
 // Runs n steps, the last of them with last_bs rows, as one kernel (-f 2, after model_use_fused): the
-// same steps as n train_step()s, the batch gathered inside it into acts[0] = batches[0].
+// same steps as n train_step()s, the batch gathered inside it into acts[0] = batches[0] (a deep
+// model's: fused_deep_run).
 static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
+    if (m->fused.deep) return fused_deep_run(m, train, n, last_bs, c, stream);
     m->acts[0] = m->batches[0];
     m->labels = m->batch_labels[0];
     FusedStepArgs a;
@@ -1063,10 +1119,13 @@ int main(int argc, char **argv) {
                  plan.steps);
     box_row("device", "%s (sm_%d%d, %d SMs, %.0f GB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
             prop.totalGlobalMem / 1e9);
-    if (cfg.path == PATH_FUSED && !model_use_fused(&model)) cfg.path = PATH_GRAPH;
-    if (cfg.path == PATH_FUSED)
-        box_row("kernels (-f)", "2: a run of steps as one kernel, %d blocks of %d unit%s", model.fused.blocks,
-                model.fused.U, model.fused.U > 1 ? "s" : "");
+    if (cfg.path >= PATH_FUSED && !model_use_fused(&model, cfg.path == PATH_FUSED_ANY)) cfg.path = PATH_GRAPH;
+    if (cfg.path >= PATH_FUSED && model.fused.deep)
+        box_row("kernels (-f)", "%d: a run of steps as one kernel, %d blocks, tiles of each product", cfg.path,
+                model.fused.blocks);
+    else if (cfg.path >= PATH_FUSED)
+        box_row("kernels (-f)", "%d: a run of steps as one kernel, %d blocks of %d unit%s", cfg.path,
+                model.fused.blocks, model.fused.U, model.fused.U > 1 ? "s" : "");
     else
         box_row("kernels (-f)", "%s%s%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
                                                                   : "0: fused, three streams, launched step by step",
@@ -1100,7 +1159,7 @@ int main(int argc, char **argv) {
         while (done < plan.steps) {
             int next_log = (done / cfg.log_every + 1) * cfg.log_every;
             int end = next_log < plan.steps ? next_log : plan.steps;
-            if (cfg.path == PATH_FUSED) {
+            if (cfg.path >= PATH_FUSED) {
                 fused_run(&model, &train, end - done, epoch_batch_size(&plan, end - 1, B), &cfg, stream);
             } else if (cfg.path == PATH_GRAPH) {
                 run_steps(&model, &train, end - done, epoch_batch_size(&plan, end - 1, B), &cfg, stream);

@@ -27,8 +27,9 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #define MAX_GPUS 64     // -g takes at most this many GPUs
 
 // How the fast GPU trainer runs its steps (-f); PATH_FUSED falls back to PATH_GRAPH for models the
-// fused step does not take (kernels/fast/fused_step.cuh)
-enum { PATH_LAUNCH = 0, PATH_GRAPH = 1, PATH_FUSED = 2 };
+// fused steps do not take (kernels/fast/fused_step.cuh, kernels/fast/fused_deep.cuh) or would run
+// slower than the graphs; PATH_FUSED_ANY only for models they cannot run
+enum { PATH_LAUNCH = 0, PATH_GRAPH = 1, PATH_FUSED = 2, PATH_FUSED_ANY = 3 };
 // train_mlp_fast's -x: the precision of the matmuls (everything else is FP32 in every mode)
 enum { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2 };
 static const char *const PREC_NAMES[] = {"FP32", "TF32 tensor cores", "BF16 tensor cores, FP32 master weights"};
@@ -117,9 +118,11 @@ static const ArgSpec ARGS[] = {
      "matmul precision: 0 FP32; 1 TF32 on the tensor cores (inputs rounded to 10 mantissa bits, FP32 sums): "
      "faster, results differ from FP32 in the 3rd or 4th digit; 2 BF16 on the tensor cores (inputs rounded to 7 "
      "mantissa bits, FP32 sums; weights, optimizer, loss and softmax stay FP32): differs in the 2nd or 3rd"},
-    {'f', "0|1|2", ARG_INT, CFG(path), 0, 2, PROG_FAST,
+    {'f', "0|1|2|3", ARG_INT, CFG(path), 0, 3, PROG_FAST,
      "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them; "
-     "2 (default): a model with one hidden layer in FP32 runs each run of steps as one kernel, others as 1"},
+     "2 (default): each run of steps as one kernel where that is faster (one hidden layer in FP32; two or more "
+     "in TF32 or BF16 whose products fill the GPU in one wave of tiles), others as 1; 3: as one kernel wherever "
+     "it can run (widths up to 2048, batch up to 512), to compare with 1"},
     {'g', "N", ARG_INT, CFG(gpus), 0, MAX_GPUS, PROG_FAST,
      "data-parallel training on N GPUs through NCCL, a thread per GPU, each taking -b/N rows of every batch "
      "(also --gpus N); 0: one GPU, without NCCL"},

@@ -1,9 +1,10 @@
 /*
 dev/fused_profile.cu: where the time of the fused step goes (train_mlp_fast -f 2,
-kernels/fast/fused_step.cuh), phase by phase.
+kernels/fast/fused_step.cuh, and kernels/fast/fused_deep.cuh for two or more hidden layers), phase
+by phase.
 
-Runs STEPS steps of a one-hidden-layer model on random bytes in one launch of the fused kernel, as
-the trainer does between two log lines, and prints:
+Runs STEPS steps of a model on random bytes in one launch of the fused kernel, as the trainer does
+between two log lines, and prints:
   - the time a step takes (CUDA events around the launch, the median of 5 launches, after one);
   - then, from a launch with the kernel's clock64() stamps (FusedStepArgs.prof: thread 0 of every
     block, after a __syncthreads at each point), the median over the steps of each phase: for
@@ -11,8 +12,12 @@ the trainer does between two log lines, and prints:
     block in that phase. The stamps' __syncthreads slow the step a little; the table says where
     the time goes, the first line how much there is.
 
-    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS]]]
+    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS [X]]]]
     e.g. dev/bin/fused_profile 784,128,10 64 200    (the default: the small model)
+         dev/bin/fused_profile 784,1024,1024,10 256 100 1    (the wide model, TF32: X is -x)
+For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
+backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
+and the mean over the blocks, and how long block 0 then waits at the barrier.
 */
 #define TESTING
 #include "train_mlp_fast.cu"
@@ -34,8 +39,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int B = argc > 2 ? atoi(argv[2]) : 64, steps = argc > 3 ? atoi(argv[3]) : 200;
-    if (B < 1 || steps < 2) {
-        fprintf(stderr, "usage: %s [SIZES [B (>= 1) [STEPS (>= 2)]]]\n", argv[0]);
+    const int prec = argc > 4 ? atoi(argv[4]) : PREC_FP32;
+    if (B < 1 || steps < 3 || prec < PREC_FP32 || prec > PREC_BF16) {
+        fprintf(stderr, "usage: %s [SIZES [B (>= 1) [STEPS (>= 3) [X (0, 1 or 2)]]]]\n", argv[0]);
         return 2;
     }
     cudaDeviceProp prop = require_gpu();
@@ -48,9 +54,9 @@ int main(int argc, char **argv) {
     DeviceData d;
     device_data_upload(&d, images, labels, n, D);
     Model m;
-    model_build(&m, sizes, L, ACT_SIGMOID, B, B, PREC_FP32, n, steps);
+    model_build(&m, sizes, L, ACT_SIGMOID, B, B, prec, n, steps);
     model_init_params(&m, 1337, 0);
-    if (!model_use_fused(&m)) {
+    if (!model_use_fused(&m, 1)) {
         fprintf(stderr, "error: the fused step does not take this model: %s\n", m.fused.why);
         return 2;
     }
@@ -78,22 +84,67 @@ int main(int argc, char **argv) {
         const double ms = timed_run();
         if (rep > 0) per_step.push_back(1e3 * ms / steps);
     }
-    printf("%s, model %s (B %d), %d blocks of %d unit(s), %zu bytes of shared memory a block\n", prop.name,
-           argc > 1 ? argv[1] : "784,128,10", B, m.fused.blocks, m.fused.U, m.fused.smem);
+    printf("%s, model %s (B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block\n", prop.name,
+           argc > 1 ? argv[1] : "784,128,10", B, prec, m.fused.blocks,
+           m.fused.deep ? " (kernels/fast/fused_deep.cuh)" : m.fused.U > 1 ? " of several units" : " of one unit",
+           m.fused.smem);
     printf("a step: %.2f us (median of 5 launches of %d steps)\n", median(per_step), steps);
-
-    const int P = FUSED_PROF_POINTS, G = m.fused.blocks;
-    long long *prof;
-    cudaCheck(cudaMalloc(&prof, sizeof(long long) * (size_t)G * steps * P));
-    m.fused_prof = prof;
-    const double ms = timed_run();
-    std::vector<long long> h((size_t)G * steps * P);
-    cudaCheck(cudaMemcpy(h.data(), prof, sizeof(long long) * h.size(), cudaMemcpyDeviceToHost));
     int khz;
     cudaCheck(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
     const double ns_per_cycle = 1e6 / khz;
-    printf("with the stamps: %.2f us a step; SM clock %.0f MHz (its nominal rate: the cycles below are read as ns "
-           "at it)\n", 1e3 * ms / steps, khz / 1e3);
+    // a launch with the kernel's stamps, `points` a block and step: the stamps, and the time it took
+    auto stamped_run = [&](int points) {
+        long long *prof;
+        cudaCheck(cudaMalloc(&prof, sizeof(long long) * (size_t)m.fused.blocks * steps * points));
+        m.fused_prof = prof;
+        const double ms = timed_run();
+        std::vector<long long> h((size_t)m.fused.blocks * steps * points);
+        cudaCheck(cudaMemcpy(h.data(), prof, sizeof(long long) * h.size(), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaFree(prof));
+        m.fused_prof = NULL;
+        printf("with the stamps: %.2f us a step; SM clock %.0f MHz (its nominal rate: the cycles below are read as "
+               "ns at it)\n", 1e3 * ms / steps, khz / 1e3);
+        return h;
+    };
+    if (m.fused.deep) {   // kernels/fast/fused_deep.cuh: a start and an end stamp per phase
+        const int PP = fd_prof_points(L), G = m.fused.blocks, phases = PP / 2;
+        const std::vector<long long> h = stamped_run(PP);
+        printf("%-8s %12s %12s %12s %14s\n", "phase", "block 0 ns", "slowest ns", "mean ns", "block 0 waits");
+        double total0 = 0;
+        for (int k = 0; k < phases; k++) {
+            char name[16];
+            if (k < L - 1) snprintf(name, sizeof(name), "F_%d", k);
+            else if (k == L - 1) snprintf(name, sizeof(name), "H");
+            else snprintf(name, sizeof(name), "D_%d", 2 * L - 2 - k);
+            std::vector<double> meds;
+            double wait0 = 0;
+            for (int g = 0; g < G; g++) {
+                std::vector<double> v, w;
+                for (int st = 1; st + 1 < steps; st++) {
+                    const long long *t = &h[((size_t)g * steps + st) * PP];
+                    v.push_back((double)(t[2 * k + 1] - t[2 * k]) * ns_per_cycle);
+                    const long long next = k + 1 < phases ? t[2 * k + 2] : t[PP];   // the next step's first start
+                    w.push_back((double)(next - t[2 * k + 1]) * ns_per_cycle);
+                }
+                meds.push_back(median(v));
+                if (g == 0) wait0 = median(w);
+            }
+            double mean = 0;
+            for (double x : meds) mean += x / G;
+            total0 += meds[0] + wait0;
+            printf("%-8s %12.0f %12.0f %12.0f %14.0f\n", name, meds[0], *std::max_element(meds.begin(), meds.end()),
+                   mean, wait0);
+        }
+        printf("%-8s %12.0f  (block 0: jobs and waits)\n", "a step", total0);
+        model_free(&m);
+        device_data_free(&d);
+        free(images);
+        free(labels);
+        return 0;
+    }
+
+    const int P = FUSED_PROF_POINTS, G = m.fused.blocks;
+    const std::vector<long long> h = stamped_run(P);
     static const char *const names[] = {"phase A: h's columns, next batch", "wait at the first barrier",
                                         "phase B1: logits, loss, dz", "wait at the second barrier",
                                         "phase B2: dz from L2, dh", "dW1, db, dW0, SGD", "to the next phase A"};
@@ -117,8 +168,6 @@ int main(int argc, char **argv) {
         printf("%-34s %12.0f %12.0f\n", names[k], b0, *std::max_element(worst.begin(), worst.end()));
     }
     printf("%-34s %12.0f\n", "block 0, all phases", total0);
-    cudaCheck(cudaFree(prof));
-    m.fused_prof = NULL;
     model_free(&m);
     device_data_free(&d);
     free(images);

@@ -3,13 +3,14 @@
 # racecheck (shared-memory races), initcheck (reads of memory nothing wrote) and synccheck (barriers
 # misused), each on `./test_mlp -Q` (every kernel and path once, on small and odd shapes) and on a
 # short run of each GPU trainer (the readable one; the fast one on its three paths, FP32, TF32 and BF16,
-# and the big model, whose FP32 products are the tuned table's 3xTF32 kernels; the fused step of -f 2
-# in runs of 3, 3 and 1 steps).
+# and the big model, whose FP32 products are the tuned table's 3xTF32 kernels; the fused steps of -f 2
+# in runs of 3, 3 and 1 steps: one hidden layer in FP32, the wide model in TF32, and -f 3 on an odd
+# deep model in FP32).
 # Prints one summary line per tool and program; logs in OUTDIR. Exit 1 if any reported an error.
 #   bash dev/sanitize.sh [OUTDIR (default dev/out/sanitize)]        (make sanitize runs it)
 #   DATA=dir  the dataset for the trainer runs (default: as the trainers look for it)
 #   TOOLS="memcheck racecheck"  only these tools; ONLY="test_mlp train_mlp_fast_big"  only these programs
-#   (by the names below; a visit too short for all 32 runs takes them in parts)
+#   (by the names below; a visit too short for all 40 runs takes them in parts)
 set -uo pipefail
 OUTDIR=${1:-dev/out/sanitize}
 mkdir -p "$OUTDIR"
@@ -31,8 +32,10 @@ programs=(
   "train_mlp_fast_f0|./train_mlp_fast ${short[*]} ${odd[*]} -f 0"
   "train_mlp_fast_f1|./train_mlp_fast ${short[*]} ${odd[*]} -f 1"
   "train_mlp_fast_f2|./train_mlp_fast -d $DATA -n 1 -t 7 -v 3 -m 784,128,10 -a sigmoid -b 64 -f 2"
-  "train_mlp_fast_tf32|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 1"
-  "train_mlp_fast_bf16|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 2"
+  "train_mlp_fast_deep|./train_mlp_fast -d $DATA -n 1 -t 7 -v 3 -m 784,1024,1024,10 -a relu -b 256 -x 1 -f 2"
+  "train_mlp_fast_deep_f3|./train_mlp_fast -d $DATA -n 1 -t 7 -v 3 -m 784,100,36,10 -a tanh -b 33 -f 3"
+  "train_mlp_fast_tf32|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 1 -f 1"
+  "train_mlp_fast_bf16|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 2 -f 1"
   "train_mlp_fast_big|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024"
 )
 tools=(${TOOLS:-memcheck racecheck initcheck synccheck})

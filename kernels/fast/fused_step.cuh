@@ -431,7 +431,8 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_step_kernel(FusedStepArgs
 
 typedef struct {
     int ok;            // 1: the model takes the fused step
-    int U, blocks;     // hidden units per block, blocks (H / U rounded up)
+    int deep;          // 1: the kernel of kernels/fast/fused_deep.cuh (two or more hidden layers), else this file's
+    int U, blocks;     // hidden units per block (this file's kernel), blocks (H / U rounded up; deep: one per SM)
     size_t smem;       // dynamic shared memory per block, bytes
     char why[160];     // ok == 0: why not, in words
 } FusedPlan;

@@ -47,16 +47,17 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 #define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
 #define HEAD_THREADS 256  // 8 warps split each row's IN between them
 
-// MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0, aligned rows)
+// Rows b0 .. b0 + HEAD_ROWS - 1 (those below B) of the head, by a block of HEAD_THREADS threads, all of
+// which call it. MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0,
+// aligned rows). head_kernel runs one group of rows a block; the fused step of deeper models
+// (kernels/fast/fused_deep.cuh) runs them in turn.
 template <int MAXC>
-__global__ void __launch_bounds__(HEAD_THREADS)
-    head_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
-                const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm) {
+__device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits, float *dh, float *losses,
+                                          const float *h, const float *W, const float *bias, const int *labels,
+                                          int B, int IN, int C, int act, int vec, int norm) {
     __shared__ float part[HEAD_THREADS / 32][HEAD_ROWS][MAXC];   // each warp's partial logits
     __shared__ float z[HEAD_ROWS][MAXC], dz[HEAD_ROWS][MAXC];    // the rows' logits and their gradients
-    pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int b0 = blockIdx.x * HEAD_ROWS;
     const int rows = B - b0 < HEAD_ROWS ? B - b0 : HEAD_ROWS;
 
     // 1. partial logits: the thread's k (float4s, or floats, HEAD_THREADS apart) for each row and
@@ -154,6 +155,14 @@ __global__ void __launch_bounds__(HEAD_THREADS)
             dh[o] = s.x * activation_grad_from_output(h[o], act);
         }
     }
+}
+
+template <int MAXC>
+__global__ void __launch_bounds__(HEAD_THREADS)
+    head_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
+                const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm) {
+    pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
+    head_rows<MAXC>(blockIdx.x * HEAD_ROWS, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C, act, vec, norm);
 }
 
 static inline bool head_fits(int C) { return C >= 1 && C <= HEAD_MAX_C; }

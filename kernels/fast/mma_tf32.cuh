@@ -101,14 +101,16 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 
-// C (M, N) = epilogue(A . B), A_KC / B_KC as in the FP32 kernel; block tile BM x BN, warps of WM x WN,
-// each warp (WM/16) x (WN/8) mma tiles; blockIdx.z the K slice, added up as `split` says. PREC:
-// MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16 or MF_TF32X3 (kernels/fast/matmul_fast.h).
-// Dynamic shared memory: mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats.
+// The sums of one block tile: acc (the warp's (WM/16) x (WN/8) mma tiles, the fragment layout above)
+// = A . B over k in [kbeg, kend) for the BM x BN tile at (m0, n0), A_KC / B_KC as in the FP32 kernel.
+// PREC: MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16 or MF_TF32X3 (kernels/fast/matmul_fast.h). smem:
+// mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats; free again when it returns. Every thread of
+// the block calls it. The kernel below runs one tile a block; the fused step of deeper models
+// (kernels/fast/fused_deep.cuh) runs many, one after another.
 template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
-matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
-                        int M, int N, int K, int kchunk, int vec, int split, MatmulFastEpi epi) {
+__device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], float* smem, const float* __restrict__ A,
+                                            const float* __restrict__ B, int M, int N, int K, int m0, int n0,
+                                            int kbeg, int kend, bool vec) {
     constexpr int NT = (BM / WM) * (BN / WN) * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
     typedef MfTile<BM, BK, NT, A_KC, 8> TA;
@@ -116,25 +118,18 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
     constexpr bool BF16 = PREC == MF_BF16, X3 = PREC == MF_TF32X3, RND = PREC == MF_TF32_ROUND;
     static_assert(BK % (BF16 ? 16 : 8) == 0 && WM % 16 == 0 && WN % 16 == 0,
                   "BK % 8 (BF16: % 16), WM % 16, WN % 16 (ldmatrix: n tiles in pairs)");
-    extern __shared__ __align__(16) float smem[];   // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats
-
-    pdl_wait();   // as in the FP32 kernel
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
     const int g = lane / 4, q = lane % 4;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int kbeg = blockIdx.z * kchunk;
-    const int kend = min(K, kbeg + kchunk);
     const int ntiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
     const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
-
     // acc: the sums. 3xTF32 sums each BK step of K on the tensor cores (tile) and adds that to acc with
     // FADD: the tensor cores' FP32 sums round toward zero at every mma.sync, an error that grows with
     // the size of the running sum and, being one-sided, with K (at the big model's K = 4096, one
     // running sum broke FP32's tolerances: dev/NOTES.md); a BK step's sum is small and short, and
     // FADD rounds to nearest, so the sum over K carries FP32's own error, as on the CUDA cores.
-    float acc[MI][NI][4], tile[X3 ? MI : 1][X3 ? NI : 1][4];
+    float tile[X3 ? MI : 1][X3 ? NI : 1][4];
     #pragma unroll
     for (int i = 0; i < MI; i++)
         #pragma unroll
@@ -181,7 +176,7 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
             }
         }
     };
-    mf_mainloop<BM, BN, BK, ST, TA, TB>(smem, A, B, M, N, lda, ldb, m0, n0, kbeg, kend, ntiles, tid, vec != 0,
+    mf_mainloop<BM, BN, BK, ST, TA, TB>(smem, A, B, M, N, lda, ldb, m0, n0, kbeg, kend, ntiles, tid, vec,
         [&](const float* as, const float* bs) {
         if constexpr (BF16) {
             #pragma unroll
@@ -252,16 +247,48 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
     });
     #undef MF_SA
     #undef MF_SB
+}
+
+// the block's sums (mf_mma_sums) into shared memory, red[r * BN + c] for the tile's row r, column c
+template<int BM, int BN, int WM, int WN>
+__device__ __forceinline__ void mf_mma_stage(const float (&acc)[WM / 16][WN / 8][4], float* red) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
+    const int g = lane / 4, q = lane % 4;
+    #pragma unroll
+    for (int i = 0; i < WM / 16; i++)
+        #pragma unroll
+        for (int h = 0; h < 2; h++)
+            #pragma unroll
+            for (int j = 0; j < WN / 8; j++)
+                *reinterpret_cast<float2*>(&red[(wm + i * 16 + g + h * 8) * BN + wn + j * 8 + 2 * q]) =
+                    make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+}
+
+// C (M, N) = epilogue(A . B), A_KC / B_KC as in the FP32 kernel; block tile BM x BN, warps of WM x WN,
+// each warp (WM/16) x (WN/8) mma tiles; blockIdx.z the K slice, added up as `split` says. PREC:
+// MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16 or MF_TF32X3 (kernels/fast/matmul_fast.h).
+// Dynamic shared memory: mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats.
+template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B,
+                        int M, int N, int K, int kchunk, int vec, int split, MatmulFastEpi epi) {
+    constexpr int NT = (BM / WM) * (BN / WN) * 32;
+    constexpr int MI = WM / 16, NI = WN / 8;
+    extern __shared__ __align__(16) float smem[];   // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats
+
+    pdl_wait();   // as in the FP32 kernel
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
+    const int g = lane / 4, q = lane % 4;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int kbeg = blockIdx.z * kchunk;
+    const int kend = min(K, kbeg + kchunk);
+    float acc[MI][NI][4];
+    mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, kbeg, kend, vec != 0);
 
     if (split == MF_SPLIT_CLUSTER) {   // gridDim.z blocks of one cluster share this tile: reduce in shared memory
-        #pragma unroll
-        for (int i = 0; i < MI; i++)
-            #pragma unroll
-            for (int h = 0; h < 2; h++)
-                #pragma unroll
-                for (int j = 0; j < NI; j++)
-                    *reinterpret_cast<float2*>(&smem[(wm + i * 16 + g + h * 8) * BN + wn + j * 8 + 2 * q]) =
-                        make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        mf_mma_stage<BM, BN, WM, WN>(acc, smem);
         mf_cluster_reduce<BM, BN, NT>(C, smem, m0, n0, M, N, vec != 0, epi);
         return;
     }

@@ -1,0 +1,612 @@
+/*
+kernels/fast/fused_deep.cuh: a whole run of training steps of a model with two or more hidden layers
+in one kernel (train_mlp_fast -f 2 where that is faster than the graphs, fused_deep_faster says
+which; -f 3 wherever it can run; the one-hidden-layer FP32 model has its own,
+kernels/fast/fused_step.cuh).
+CPU twins: gather_batch_cpu, model_forward_cpu, model_loss_cpu, model_backward_cpu and
+model_update_cpu (train_mlp_cpu.c), one after the other; test_mlp compares every tensor they produce
+after each step, and a run of steps in one launch against the same steps one launch each.
+
+Why: the wide model's step (784,1024,1024,10 at batch 256) is about 1.4 billion multiply-adds, a few
+microseconds of the tensor cores' time; as a graph of kernels (-f 1) it takes several times that,
+most of it in the kernels' starts and ends along the step's critical path (each kernel waits for
+the one before to drain, then fills the GPU again). Here one grid stays on the GPU for the whole
+run, a block per SM, and a step is a sequence of phases with a grid-wide barrier between them.
+It pays where each product is one wave of tiles over the SMs (the wide model at batch 256, in TF32
+or BF16); elsewhere the graphs' kernels, which split K to fill the GPU and overlap the backward
+products on three streams, are faster (dev/NOTES.md has the measurements).
+
+What a phase is: a list of jobs (tiles of a matrix product, groups of rows of the head, column
+sums, rows of the next batch), job j done by block j mod (blocks), in order. A tile is the
+mma.sync kernel's own block tile (mf_mma_sums, kernels/fast/mma_tf32.cuh: the same sums, fragment
+for fragment, as -f 1's kernels in that precision); its epilogue goes through shared memory, four
+outputs a thread at a time (the bias and activation, act': epilogue.cuh's mf_epi_load and
+mf_epi_apply; or the SGD step, on float4s). A group of rows of the head is head.cuh's head_rows.
+For a model of
+L layers (L - 1 hidden, the last layer the head) a step is
+
+  F_0 .. F_{L-2}  (l = 0 .. L-2) h_l = act(h_{l-1} · W_lᵀ + b_l), h_{-1} = x: tiles of B x OUT_l
+  H               the head: logits, loss, dz = dacts[L] and dh_{L-2} (with act'), and the next
+                  step's batch gathered into the other of two batch buffers
+  D_l             (l = L-2 .. 0) if l > 0, dh_{l-1} = (dh_l · W_l) ⊙ act'(h_{l-1}): tiles of
+                  B x IN_l; and the weight gradient and SGD step of hidden layer l + 1, dW =
+                  dh_{l+1}ᵀ · h_l (tiles of OUT x IN with SGD in the epilogue); D_0 also layer 0's,
+                  and after its tiles the column jobs: every bias gradient db = Σ_b dh (with its
+                  step), the head layer's dW (C x IN, too few rows for tiles) and the mean loss
+with a barrier after each phase (none after the last step's D_0). No buffer is written in a phase
+in which another block may read it: W_l is read by F_l and by D_l (its dinp), and stepped in
+D_{l-1} (or, for W_{L-1}, read by H and stepped in D_0); each activation and gradient is
+written in one phase and read in later ones; the next batch goes to the buffer the step before
+read. Every sum runs in a fixed order, so a run gives the same bits every time, and a run of n
+steps the same bits as n runs of one.
+
+Precision: -x 0 (FP32) runs the products as 3xTF32 (MF_TF32X3), within FP32's tolerances as on the
+graph path's tuned shapes; -x 1 (TF32) rounds every operand as it enters the tensor cores
+(MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and keeps the weights' TF32
+copy, as -f 1 does, so both paths compute the same products; -x 2 (BF16) rounds the operands to
+BF16 (MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
+
+Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
+tiles' 16-byte copies and the epilogue's float4s), C <= HEAD_MAX_C, B <= FD_MAX_B, hidden widths at
+most FD_MAX_WIDTH (wider models and larger batches are the graph path's large tiles' work), and a
+block per SM resident at once (a cooperative launch).
+*/
+#ifndef MLP_FAST_FUSED_DEEP_CUH
+#define MLP_FAST_FUSED_DEEP_CUH
+
+#include <cooperative_groups.h>
+#include <stdint.h>
+
+#include "../../common/mlp.h"     // MAX_LAYERS
+#include "../activation.cuh"      // ACT_*
+#include "../common.cuh"          // cudaCheck, CEIL_DIV
+#include "../sgd.cuh"             // sgd_one
+#include "../softmax_xent.cuh"    // block_sum_fixed_order
+#include "configs.cuh"            // mf_smem_floats
+#include "epilogue.cuh"           // mf_epi_load, mf_epi_apply
+#include "fused_step.cuh"         // FusedPlan
+#include "gather_fast.cuh"        // pixel_value
+#include "head.cuh"               // head_rows, HEAD_ROWS, HEAD_THREADS, HEAD_MAX_C
+#include "mma_tf32.cuh"           // mf_mma_sums, mf_mma_stage
+
+#define FD_THREADS 256      // 8 warps: the tiles' warp layouts below, and the head's block (HEAD_THREADS)
+#define FD_MAX_B 512        // rows of a batch
+#define FD_MAX_WIDTH 2048   // hidden units of a layer
+#define FD_COLS 128         // columns of a column-sum job: a float4 a lane
+#define FD_GATHER_ROWS 2    // rows of the batch a gather job copies (a job beside each of the head's groups)
+#define FD_HDW_FLOATS (8 * 16 * 32 * 4 + FD_MAX_B * 16)   // fd_head_dweight's partial sums, then dz of 16 classes
+#ifndef FD_HEAD_GPB
+#define FD_HEAD_GPB 1       // groups of HEAD_ROWS rows a block takes in the head's phase
+#endif
+
+// The tiles. Rows x columns of the product's output, K step, warp tile, pipeline stages (each may be
+// given on nvcc's command line, for dev/fused_profile.cu's comparisons):
+// forward and dinp products (B x OUT, B x IN: few rows, K the layer's width): 32 x 64 tiles, so
+// that the wide model's B = 256 x 1024 outputs make 128 tiles, about one per SM (larger tiles, and
+// K split between two blocks, measured no faster: dev/NOTES.md);
+#ifndef FD_FB_BM
+#define FD_FB_BM 32
+#endif
+#ifndef FD_FB_BN
+#define FD_FB_BN 64
+#endif
+#ifndef FD_FB_BK
+#define FD_FB_BK 32
+#endif
+#ifndef FD_FB_WM
+#define FD_FB_WM 16
+#endif
+#ifndef FD_FB_WN
+#define FD_FB_WN 16
+#endif
+#ifndef FD_FB_ST
+#define FD_FB_ST 4
+#endif
+// weight gradients (OUT x IN, K = B): 128 x 128 tiles, 64 x 32 a warp (1024 x 1024 makes 64 tiles,
+// 1024 x 784 56), their SGD step in the epilogue.
+#ifndef FD_W_BM
+#define FD_W_BM 128
+#endif
+#ifndef FD_W_BN
+#define FD_W_BN 128
+#endif
+#ifndef FD_W_BK
+#define FD_W_BK 16
+#endif
+#ifndef FD_W_WM
+#define FD_W_WM 64
+#endif
+#ifndef FD_W_WN
+#define FD_W_WN 32
+#endif
+#ifndef FD_W_ST
+#define FD_W_ST 4
+#endif
+static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 == FD_THREADS, "8 warps a forward tile");
+static_assert((FD_W_BM / FD_W_WM) * (FD_W_BN / FD_W_WN) * 32 == FD_THREADS, "8 warps a weight-gradient tile");
+static_assert(HEAD_THREADS == FD_THREADS, "the head's rows run on the same blocks");
+static_assert((FD_THREADS / 32) % FD_GATHER_ROWS == 0, "whole warps a row of the gather");
+
+// floats of dynamic shared memory: the largest of the tiles' pipelines (the weight-gradient tile
+// staged for its epilogue fits in its own), and the head layer's weight-gradient jobs (fd_head_dweight)
+__host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
+#define FD_SMEM_FLOATS                                                                                     \
+    fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8),                   \
+                  mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
+           fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
+
+// what one launch needs: the model's buffers (train_mlp_fast.cu's Model), the data and the settings
+typedef struct {
+    float *params, *mbuf, *grads;          // the flat buffers (common/mlp.h param_layout)
+    float *params_tf32;                    // -x 1: the weights rounded to TF32 (kept up to date); else NULL
+    size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
+    float *acts[MAX_LAYERS + 1];           // the trainer's activations (acts[0] unused: the batch is xbuf[])
+    float *dacts[MAX_LAYERS + 1];          // and their gradients
+    float *xbuf[2];                        // the two batch buffers: step i of the run reads xbuf[i % 2]
+    int *labbuf[2];                        // and its labels
+    float *losses;                         // (B) per row
+    float *step_losses;                    // each step's mean loss, at step_losses[*step]
+    int *step;                             // the device step counter: moved on by n
+    const int *perm;                       // the epoch's permutation: step s takes rows perm[s*B ..]
+    const uint8_t *images, *all_labels;    // the training set on the device (kernels/data.cuh)
+    int L, sizes[MAX_LAYERS + 1], act, B;
+    int n, last_bs;                        // n steps, the last with last_bs rows
+    float lr, mu, wd;
+    long long *prof;                       // NULL; dev/fused_profile.cu: clock64() stamps, for each block, step
+                                           // and phase its start and the end of its jobs (fd_prof_points)
+} FusedDeepArgs;
+
+// the stamps a step leaves in FusedDeepArgs.prof: a start and an end for each of its 2L - 1 phases
+__host__ __device__ inline int fd_prof_points(int L) { return 2 * (2 * L - 1); }
+
+// an operand as the tensor cores take it in precision PREC (the products of the head layer's weight
+// gradient, which runs on the CUDA cores, round their operands as the tiles do): TF32 as mf_to_tf32,
+// BF16 as mf_pack_bf16 rounds (to nearest, ties away from zero), 3xTF32's FP32 as it is
+template <int PREC>
+__device__ __forceinline__ float fd_operand(float x) {
+    if constexpr (PREC == MF_TF32_ROUND) return __uint_as_float(mf_to_tf32(x));
+    else if constexpr (PREC == MF_BF16) return __uint_as_float((__float_as_uint(x) + 0x8000u) & 0xFFFF0000u);
+    else return x;
+}
+
+// rows b0 .. b0 + FD_GATHER_ROWS - 1 of step s's batch (those below bs) into x and labels, the warps
+// shared out over the rows (the gather's pixel_value: p / 255, rounded to TF32 for -x 1)
+__device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int *labels, int s, int b0, int bs,
+                                          int tf32) {
+    constexpr int PER_ROW = FD_THREADS / 32 / FD_GATHER_ROWS;   // warps a row
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = b0 + warp % FD_GATHER_ROWS;
+    const int IN = a.sizes[0], part = warp / FD_GATHER_ROWS;
+    if (b >= bs) return;
+    const int item = __ldg(a.perm + (size_t)s * a.B + b);
+    const uchar4 *img = reinterpret_cast<const uchar4 *>(a.images + (size_t)item * IN);
+    float4 *row = reinterpret_cast<float4 *>(x + (size_t)b * IN);
+    if (lane == 0 && part == 0) labels[b] = a.all_labels[item];
+#pragma unroll 4
+    for (int w = part * 32 + lane; w < IN / 4; w += 32 * PER_ROW) {
+        const uchar4 p = __ldcs(img + w);   // read once an epoch: kept out of the way in L2
+        row[w] = make_float4(pixel_value(p.x, tf32), pixel_value(p.y, tf32), pixel_value(p.z, tf32),
+                             pixel_value(p.w, tf32));
+    }
+}
+
+// One tile of a product, C (M, N) = epi(A . B), the layouts of MfProduct (A_KC, B_KC), at (m0, n0),
+// all of K: the sums (mf_mma_sums), then through shared memory to the epilogue, a float4 of outputs a
+// thread at a time with the epilogue's loads for the four in flight together (N % 4 == 0). The SGD
+// epilogue (a weight gradient) takes W and its momentum as float4s too, and stores the gradient itself
+// (and W's TF32 copy) only when keep: the last step of a run, whose gradient the caller may read; the
+// steps before it leave that traffic out.
+template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
+__device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
+                                        int m0, int n0, const MatmulFastEpi &epi, bool keep) {
+    float acc[WM / 16][WN / 8][4];
+    mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
+    mf_mma_stage<BM, BN, WM, WN>(acc, smem);
+    __syncthreads();
+    const float4 *red = reinterpret_cast<const float4 *>(smem);
+    if (epi.kind == MF_EPI_SGD) {
+        const MatmulFastSgd &sg = epi.sgd;
+#pragma unroll 2
+        for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
+            const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+            if (m >= M || n >= N) continue;
+            const size_t i = (size_t)m * N + n;
+            float4 w = *reinterpret_cast<const float4 *>(sg.param + i), mb = *reinterpret_cast<const float4 *>(sg.mbuf + i);
+            const float4 g = red[e4];
+            sgd_one(w.x, g.x, mb.x, sg.lr, sg.mu, sg.wd);
+            sgd_one(w.y, g.y, mb.y, sg.lr, sg.mu, sg.wd);
+            sgd_one(w.z, g.z, mb.z, sg.lr, sg.mu, sg.wd);
+            sgd_one(w.w, g.w, mb.w, sg.lr, sg.mu, sg.wd);
+            *reinterpret_cast<float4 *>(sg.param + i) = w;
+            *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
+            if (keep) {
+                *reinterpret_cast<float4 *>(C + i) = g;
+                if (sg.param_tf32)
+                    *reinterpret_cast<float4 *>(sg.param_tf32 + i) =
+                        make_float4(round_tf32(w.x), round_tf32(w.y), round_tf32(w.z), round_tf32(w.w));
+            }
+        }
+    } else {
+#pragma unroll 2
+        for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
+            const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+            if (m >= M || n >= N) continue;
+            MfEpiIn in[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) in[j] = mf_epi_load(m, n + j, N, epi);
+            const float4 v = red[e4];
+            float o[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
+            *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
+        }
+    }
+    __syncthreads();   // the shared memory is the next job's
+}
+
+// Columns c0 .. c0 + FD_COLS - 1 (those below N) of db = Σ_b dout[b][.] over bs rows (N % 4 == 0), and
+// b's SGD step: lanes across the columns, a float4 each, warps across the rows, the warps' sums added
+// in order through shared memory.
+__device__ __forceinline__ void fd_bias(float *smem, const FusedDeepArgs &a, int l, const float *dout, int bs, int c0) {
+    const int N = a.sizes[l + 1], lane = threadIdx.x % 32, warp = threadIdx.x / 32, c = c0 + 4 * lane;
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (c < N) {
+#pragma unroll 4
+        for (int b = warp; b < bs; b += FD_THREADS / 32) {
+            const float4 v = *reinterpret_cast<const float4 *>(dout + (size_t)b * N + c);
+            s.x += v.x;
+            s.y += v.y;
+            s.z += v.z;
+            s.w += v.w;
+        }
+    }
+    float4 *part = reinterpret_cast<float4 *>(smem);
+    part[warp * 32 + lane] = s;
+    __syncthreads();
+    if (warp == 0 && c < N) {
+        float4 g = part[lane];
+        for (int w = 1; w < FD_THREADS / 32; w++) {
+            const float4 p = part[w * 32 + lane];
+            g.x += p.x;
+            g.y += p.y;
+            g.z += p.z;
+            g.w += p.w;
+        }
+        float *bias = a.params + a.b_off[l], *mb = a.mbuf + a.b_off[l];
+        *reinterpret_cast<float4 *>(a.grads + a.b_off[l] + c) = g;
+#pragma unroll
+        for (int j = 0; j < 4; j++) sgd_one(bias[c + j], (&g.x)[j], mb[c + j], a.lr, a.mu, a.wd);
+    }
+    __syncthreads();
+}
+
+// The head layer's weight gradient, dW (C, IN) = dzᵀ · h, columns c0 .. c0 + FD_COLS - 1 of it (those
+// below IN), for every class, and their SGD step: lanes across the columns (a float4 each), warps
+// across the rows, 16 classes at a time, their dz staged in shared memory; the warps' sums added in
+// order through shared memory. The operands rounded as the precision's products round them
+// (fd_operand), FP32 sums. The gradient (and W's TF32 copy) stored only when keep, as in fd_tile.
+template <int PREC>
+__device__ __forceinline__ void fd_head_dweight(float *smem, const FusedDeepArgs &a, int bs, int c0, bool keep) {
+    const int l = a.L - 1, IN = a.sizes[l], C = a.sizes[l + 1];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, c = c0 + 4 * lane;
+    const float *h = a.acts[l], *dz = a.dacts[l + 1];
+    float4 *part = reinterpret_cast<float4 *>(smem);   // [warp][class of 16][lane]
+    float *dzs = smem + 8 * 16 * 32 * 4;               // [row][class of 16]
+    for (int k0 = 0; k0 < C; k0 += 16) {
+        for (int t = threadIdx.x; t < bs * 16; t += FD_THREADS) {
+            const int b = t / 16, k = k0 + t % 16;
+            dzs[t] = k < C ? fd_operand<PREC>(dz[(size_t)b * C + k]) : 0.0f;
+        }
+        __syncthreads();
+        float4 s[16];
+#pragma unroll
+        for (int k = 0; k < 16; k++) s[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (c < IN) {
+#pragma unroll 4
+            for (int b = warp; b < bs; b += FD_THREADS / 32) {
+                float4 v = *reinterpret_cast<const float4 *>(h + (size_t)b * IN + c);
+                v = make_float4(fd_operand<PREC>(v.x), fd_operand<PREC>(v.y), fd_operand<PREC>(v.z),
+                                fd_operand<PREC>(v.w));
+#pragma unroll
+                for (int k = 0; k < 16; k++) {
+                    const float d = dzs[b * 16 + k];
+                    s[k].x = fmaf(d, v.x, s[k].x);
+                    s[k].y = fmaf(d, v.y, s[k].y);
+                    s[k].z = fmaf(d, v.z, s[k].z);
+                    s[k].w = fmaf(d, v.w, s[k].w);
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 16; k++) part[(warp * 16 + k) * 32 + lane] = s[k];
+        __syncthreads();
+        for (int t = threadIdx.x; t < 16 * 32; t += FD_THREADS) {   // class k0 + t / 32, the float4 of lane t % 32
+            const int k = t / 32, ln = t % 32, cc = c0 + 4 * ln;
+            if (k0 + k < C && cc < IN) {
+                float4 g = part[k * 32 + ln];
+                for (int w = 1; w < FD_THREADS / 32; w++) {
+                    const float4 p = part[(w * 16 + k) * 32 + ln];
+                    g.x += p.x;
+                    g.y += p.y;
+                    g.z += p.z;
+                    g.w += p.w;
+                }
+                const size_t o = a.w_off[l] + (size_t)(k0 + k) * IN + cc;
+                if (keep) *reinterpret_cast<float4 *>(a.grads + o) = g;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    sgd_one(a.params[o + j], (&g.x)[j], a.mbuf[o + j], a.lr, a.mu, a.wd);
+                    if (keep && a.params_tf32) a.params_tf32[o + j] = round_tf32(a.params[o + j]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// The head layer's bias gradient db = Σ_b dz[b] with its SGD step (C <= 32: a lane a class, warps
+// across the rows), and the step's mean loss into step_losses[s] (double sums in a fixed order)
+__device__ __forceinline__ void fd_head_bias_loss(float *smem, const FusedDeepArgs &a, int bs, int s) {
+    const int l = a.L - 1, C = a.sizes[l + 1], lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const float *dz = a.dacts[l + 1];
+    float g = 0.0f;
+    if (lane < C)
+        for (int b = warp; b < bs; b += FD_THREADS / 32) g += dz[(size_t)b * C + lane];
+    smem[warp * 32 + lane] = g;
+    __syncthreads();
+    if (warp == 0 && lane < C) {
+        float t = smem[lane];
+        for (int w = 1; w < FD_THREADS / 32; w++) t += smem[w * 32 + lane];
+        a.grads[a.b_off[l] + lane] = t;
+        sgd_one(a.params[a.b_off[l] + lane], t, a.mbuf[a.b_off[l] + lane], a.lr, a.mu, a.wd);
+    }
+    __syncthreads();
+    double *shared = reinterpret_cast<double *>(smem);
+    const double total = block_sum_fixed_order(a.losses, bs, shared);
+    if (threadIdx.x == 0) a.step_losses[s] = (float)(total / bs);
+    __syncthreads();
+}
+
+template <int PREC>
+__global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a) {
+    namespace cg = cooperative_groups;
+    cg::grid_group grid = cg::this_grid();
+    extern __shared__ __align__(16) float fdsm[];
+    const int G = gridDim.x, L = a.L, B = a.B, C = a.sizes[L];
+    constexpr int TF32 = PREC == MF_TF32_ROUND;
+    const int s0 = *a.step;   // every block reads it before its first barrier; block 0 moves it on after its last
+    const int PP = fd_prof_points(L);
+    long long *prof = a.prof ? a.prof + (size_t)blockIdx.x * a.n * PP : NULL;
+    int ph = 0;   // the phase of the step (profile stamps)
+#define FD_STAMP(end)                                                          \
+    if (prof) {                                                                \
+        __syncthreads();                                                       \
+        if (threadIdx.x == 0) prof[(size_t)i * PP + 2 * ph + (end)] = clock64(); \
+        ph += (end);                                                           \
+    }
+
+    // the first step's batch into xbuf[0]
+    {
+        const int bs0 = a.n == 1 ? a.last_bs : B;
+        for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_GATHER_ROWS); j += G)
+            fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_GATHER_ROWS, bs0, TF32);
+    }
+    grid.sync();
+
+    for (int i = 0; i < a.n; i++) {
+        const int s = s0 + i, p = i % 2, bs = i == a.n - 1 ? a.last_bs : B;
+        const int next_bs = i + 1 == a.n - 1 ? a.last_bs : B;
+        float *x = a.xbuf[p];
+        ph = 0;
+
+        // ---- F_0 .. F_{L-2}: the hidden layers
+        for (int l = 0; l < L - 1; l++) {
+            FD_STAMP(0);
+            const int IN = a.sizes[l], OUT = a.sizes[l + 1];
+            MatmulFastEpi epi;
+            memset(&epi, 0, sizeof(epi));
+            epi.kind = MF_EPI_FORWARD;
+            epi.act = a.act;
+            epi.bias = a.params + a.b_off[l];
+            epi.round_out = TF32;
+            const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
+            for (int t = blockIdx.x; t < tiles; t += G)
+                fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
+                    fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT, IN,
+                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true);
+            FD_STAMP(1);
+            grid.sync();
+        }
+
+        // ---- H: the head's rows, FD_HEAD_GPB groups of HEAD_ROWS a block with W_{L-1} staged in shared
+        // memory when it fits (every block of the phase reads all of it), and the next step's batch
+        // into the other buffer
+        {
+            FD_STAMP(0);
+            const int IN = a.sizes[L - 1];
+            const int groups = CEIL_DIV(bs, HEAD_ROWS), hblocks = CEIL_DIV(groups, FD_HEAD_GPB);
+            const int gathers = i + 1 < a.n ? CEIL_DIV(next_bs, FD_GATHER_ROWS) : 0;
+            for (int j = blockIdx.x; j < hblocks + gathers; j += G) {
+                if (j < hblocks) {
+                    const float *W = a.params + a.w_off[L - 1], *bias = a.params + a.b_off[L - 1];
+                    if (C * IN <= FD_SMEM_FLOATS) {
+                        for (int t = threadIdx.x; t < C * IN / 4; t += FD_THREADS)
+                            reinterpret_cast<float4 *>(fdsm)[t] = reinterpret_cast<const float4 *>(W)[t];
+                        __syncthreads();
+                        W = fdsm;
+                    }
+                    for (int g = j * FD_HEAD_GPB; g < min(groups, (j + 1) * FD_HEAD_GPB); g++) {
+                        if (C <= 16)
+                            head_rows<16>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
+                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
+                        else
+                            head_rows<32>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
+                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
+                        __syncthreads();   // (the head's shared arrays again for its next rows, W's copy)
+                    }
+                } else {
+                    fd_gather(a, a.xbuf[1 - p], a.labbuf[1 - p], s + 1, (j - hblocks) * FD_GATHER_ROWS, next_bs, TF32);
+                }
+            }
+            FD_STAMP(1);
+            grid.sync();
+        }
+
+        // ---- D_{L-2} .. D_0: the hidden layers' dinp, each layer's gradients and SGD steps. The
+        // column jobs (every bias, and the head layer's weights, whose inputs are ready after H) all
+        // go to D_0, after its tiles, onto the blocks the tiles leave free.
+        for (int l = L - 2; l >= 0; l--) {
+            FD_STAMP(0);
+            const int IN = a.sizes[l], OUT = a.sizes[l + 1];
+            // jobs, in this order: dinp tiles of layer l (l > 0); the weight-gradient tiles of hidden
+            // layer l + 1 (l + 1 < L - 1), and of layer 0 (l == 0); the column jobs (l == 0)
+            const int dn = CEIL_DIV(IN, FD_FB_BN), n_dinp = l > 0 ? CEIL_DIV(bs, FD_FB_BM) * dn : 0;
+            const int wn1 = CEIL_DIV(OUT, FD_W_BN);
+            const int n_w1 = l + 1 < L - 1 ? CEIL_DIV(a.sizes[l + 2], FD_W_BM) * wn1 : 0;
+            const int wn0 = CEIL_DIV(IN, FD_W_BN), n_w0 = l == 0 ? CEIL_DIV(OUT, FD_W_BM) * wn0 : 0;
+            int n_cols = 0;
+            if (l == 0) {
+                n_cols = CEIL_DIV(a.sizes[L - 1], FD_COLS) + 1;   // the head layer's weights, its bias and the loss
+                for (int ll = 0; ll < L - 1; ll++) n_cols += CEIL_DIV(a.sizes[ll + 1], FD_COLS);
+            }
+            const int jobs = n_dinp + n_w1 + n_w0 + n_cols;
+            for (int j = blockIdx.x; j < jobs; j += G) {
+                int k = j;
+                if (k < n_dinp) {   // dacts[l] = (dacts[l + 1] · W_l) ⊙ act'(acts[l])
+                    MatmulFastEpi epi;
+                    memset(&epi, 0, sizeof(epi));
+                    epi.kind = MF_EPI_DINP;
+                    epi.act = a.act;
+                    epi.aux = a.acts[l];
+                    fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
+                        fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
+                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true);
+                    continue;
+                }
+                k -= n_dinp;
+                if (k < n_w1 + n_w0) {   // a weight gradient, its SGD step in the epilogue
+                    const int ll = k < n_w1 ? l + 1 : 0;
+                    if (ll == 0) k -= n_w1;
+                    const int M = a.sizes[ll + 1], N = a.sizes[ll], wn = ll == 0 ? wn0 : wn1;
+                    MatmulFastEpi epi;
+                    memset(&epi, 0, sizeof(epi));
+                    epi.kind = MF_EPI_SGD;
+                    epi.sgd.param = a.params + a.w_off[ll];
+                    epi.sgd.mbuf = a.mbuf + a.w_off[ll];
+                    epi.sgd.lr = a.lr;
+                    epi.sgd.mu = a.mu;
+                    epi.sgd.wd = a.wd;
+                    epi.sgd.param_tf32 = a.params_tf32 ? a.params_tf32 + a.w_off[ll] : NULL;
+#ifdef FD_PROF_RAW_EPI   // dev/fused_profile.cu's comparison only: the gradient stored, no SGD step (wrong results)
+                    epi.kind = MF_EPI_RAW;
+#endif
+                    fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
+                        fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
+                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1);
+                    continue;
+                }
+                k -= n_w1 + n_w0;   // a column job (l == 0)
+                const int n_hdw = CEIL_DIV(a.sizes[L - 1], FD_COLS);
+                if (k < n_hdw) {
+                    fd_head_dweight<PREC>(fdsm, a, bs, k * FD_COLS, i == a.n - 1);
+                    continue;
+                }
+                k -= n_hdw;
+                if (k == 0) {
+                    fd_head_bias_loss(fdsm, a, bs, s);
+                    continue;
+                }
+                k -= 1;
+                for (int ll = 0; ll < L - 1; ll++) {   // hidden layer ll's bias
+                    const int nb = CEIL_DIV(a.sizes[ll + 1], FD_COLS);
+                    if (k < nb) {
+                        fd_bias(fdsm, a, ll, a.dacts[ll + 1], bs, k * FD_COLS);
+                        break;
+                    }
+                    k -= nb;
+                }
+            }
+            FD_STAMP(1);
+            if (l > 0 || i + 1 < a.n) grid.sync();
+        }
+    }
+#undef FD_STAMP
+    if (blockIdx.x == 0 && threadIdx.x == 0) *a.step = s0 + a.n;
+}
+
+// ----------------------------------------------------------------------------
+// the plan and the launcher
+
+// the kernel of precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16)
+static inline const void *fused_deep_kernel_for(int prec) {
+    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND>
+         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16>
+                     : (const void *)fused_deep_kernel<MF_TF32X3>;
+}
+
+// whether a model (sizes[0..L]) at batch B and precision prec fits this kernel on the current GPU; the
+// parameters' offsets (w_off, b_off of param_layout) must allow the float4 accesses
+static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec, const size_t *w_off,
+                                        const size_t *b_off) {
+    FusedPlan f;
+    memset(&f, 0, sizeof(f));
+    if (L < 3 || L > MAX_LAYERS)
+        return snprintf(f.why, sizeof(f.why), "%d layers (the deep fused step takes 3 to %d)", L, MAX_LAYERS), f;
+    if (prec < 0 || prec > 2) return snprintf(f.why, sizeof(f.why), "-x %d", prec), f;
+    if (sizes[L] > HEAD_MAX_C)
+        return snprintf(f.why, sizeof(f.why), "%d classes (at most %d)", sizes[L], HEAD_MAX_C), f;
+    if (B > FD_MAX_B) return snprintf(f.why, sizeof(f.why), "batch %d (at most %d)", B, FD_MAX_B), f;
+    for (int l = 0; l < L; l++) {
+        if (sizes[l] % 4)
+            return snprintf(f.why, sizeof(f.why), "a width of %d (a multiple of 4 is needed)", sizes[l]), f;
+        if (l > 0 && sizes[l] > FD_MAX_WIDTH)
+            return snprintf(f.why, sizeof(f.why), "%d hidden units in a layer (at most %d)", sizes[l], FD_MAX_WIDTH),
+                   f;
+        if (w_off[l] % 4 || b_off[l] % 4)
+            return snprintf(f.why, sizeof(f.why), "layer %d's parameters not 16-byte aligned", l), f;
+    }
+    int dev, sms, optin;
+    cudaCheck(cudaGetDevice(&dev));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const size_t smem = sizeof(float) * (size_t)FD_SMEM_FLOATS;
+    if (smem > (size_t)optin)
+        return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
+    const void *kernel = fused_deep_kernel_for(prec);
+    cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int per_sm = 0;
+    cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FD_THREADS, smem));
+    if (per_sm < 1)
+        return snprintf(f.why, sizeof(f.why), "a block of %d threads and %zu bytes does not fit an SM", FD_THREADS,
+                        smem), f;
+    f.ok = 1;
+    f.deep = 1;
+    f.blocks = sms;
+    f.smem = smem;
+    return f;
+}
+
+// Whether -f 2 takes this kernel for a model it can run (fused_deep_plan), on `blocks` blocks: TF32 or
+// BF16, and every forward and dinp product one wave of tiles, at least half as many as blocks. With
+// fewer tiles most SMs wait through each phase, where the graphs' kernels split K to fill the GPU; with
+// more, a second wave doubles the phase; and FP32's 3xTF32 is three products a tile (measured on an
+// H100, the wide model and others: dev/NOTES.md). -f 3 runs it wherever it can.
+static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, int blocks) {
+    if (prec != 1 && prec != 2) return 0;
+    for (int l = 0; l < L - 1; l++) {
+        const int f = CEIL_DIV(B, FD_FB_BM) * CEIL_DIV(sizes[l + 1], FD_FB_BN);   // F_l
+        const int d = CEIL_DIV(B, FD_FB_BM) * CEIL_DIV(sizes[l], FD_FB_BN);       // D_l's dinp (l > 0)
+        if (f > blocks || 2 * f < blocks) return 0;
+        if (l > 0 && (d > blocks || 2 * d < blocks)) return 0;
+    }
+    return 1;
+}
+
+// n steps (the last with last_bs rows) of the model in a, from the device step counter on; f from
+// fused_deep_plan on this GPU (which also raised the kernel's shared-memory limit)
+static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs *a, cudaStream_t stream) {
+    void *args[] = {a};
+    cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec), dim3(f->blocks), dim3(FD_THREADS), args,
+                                          f->smem, stream));
+}
+
+#endif  // MLP_FAST_FUSED_DEEP_CUH
