@@ -5,6 +5,8 @@
 #   bash dev/bench_multi_gpu.sh [OUTDIR]            (default dev/out/multi_gpu)
 #   GPUS="1 2" MODELS=big BATCHES="1024 2048" EPOCHS=4 bash dev/bench_multi_gpu.sh
 #   OURS_ONLY=1 ...                                 (no PyTorch)
+#   FROM_CSV=1 GPU_NAME="..." [NCCL_LINE=... RUN_DATE=...] bash dev/bench_multi_gpu.sh DIR   (no runs: the table and the plot again
+#                                                    from DIR/multi_gpu.csv, e.g. on a machine without GPUs)
 #
 # For each model (wide = 784,1024,1024,10 relu; big = 784,4096,4096,10 relu: dev/bench.py's), each
 # global batch (256 to 4096) and each GPU count (1, 2, 4, 8: those the machine has), FP32:
@@ -28,6 +30,7 @@ SEED=${SEED:-1337}
 DATA=${DATA:-}
 mkdir -p "$OUT"
 
+if [ -z "${FROM_CSV:-}" ]; then
 if ! have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); then have=0; fi
 if [ "$have" -lt 1 ]; then echo "error: no GPU here (nvidia-smi -L lists none)" >&2; exit 1; fi
 GPUS=${GPUS:-$(for n in 1 2 4 8; do [ "$n" -le "$have" ] && echo -n "$n "; done)}
@@ -61,12 +64,16 @@ for model in $MODELS; do
   done
 done
 
-# the table (and the plot) from the logs
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) \
-NCCL_LINE=$(grep -o -m 1 "NCCL [0-9][0-9.]*" "$OUT/probe.txt") \
-python3 - "$OUT" "$MODELS" "$BATCHES" "$GPUS" <<'EOF'
-import csv, datetime, json, os, statistics, sys
+fi   # (FROM_CSV)
+
+# the table (and the plot) from the logs, or from multi_gpu.csv (FROM_CSV)
+[ -n "${FROM_CSV:-}" ] && [ ! -f "$OUT/multi_gpu.csv" ] && { echo "error: FROM_CSV: no $OUT/multi_gpu.csv" >&2; exit 1; }
+GPU_NAME=${GPU_NAME:-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)} \
+NCCL_LINE=${NCCL_LINE:-$(grep -o -m 1 "NCCL [0-9][0-9.]*" "$OUT/probe.txt" 2>/dev/null)} \
+python3 - "$OUT" "$MODELS" "$BATCHES" "${GPUS:-1 2 4 8}" <<'EOF'
+import csv, datetime, json, os, statistics, sys, textwrap
 out, models, batches, gpus = sys.argv[1], sys.argv[2].split(), [int(b) for b in sys.argv[3].split()], [int(g) for g in sys.argv[4].split()]
+from_csv = bool(os.environ.get("FROM_CSV"))
 
 def ours(path):
     """samples/s: the training rows of an epoch over its median time, the first epoch left out"""
@@ -86,7 +93,14 @@ def ddp(path):
 fmt = lambda x: "%.0f" % x if x else "failed"
 ratio = lambda a, b: "%.2fx" % (a / b) if a and b else ""
 rows = []
-for m in models:
+if from_csv:   # the rows a sweep wrote, its models and batches
+    num = lambda v: float(v) if v not in ("", "None") else None
+    for r in csv.DictReader(open(os.path.join(out, "multi_gpu.csv"))):
+        rows.append(dict(model=r["model"], batch=int(r["batch"]), gpus=int(r["gpus"]), ours=num(r["ours"]),
+                         plain=num(r["plain"]), ddp=num(r["ddp"])))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    batches = list(dict.fromkeys(r["batch"] for r in rows))
+for m in models if not from_csv else []:
     for b in batches:
         plain = ours(os.path.join(out, "ours_%s_plain_b%d.csv" % (m, b)))
         for n in gpus:
@@ -96,7 +110,7 @@ for m in models:
             d = ddp(os.path.join(out, "ddp_%s_g%d_b%d.json" % (m, n, b)))
             rows.append(dict(model=m, batch=b, gpus=n, ours=o, plain=plain, ddp=d))
 title = "train_mlp_fast -g N against PyTorch DDP, FP32, %s, %s, %s" % (
-    os.environ.get("GPU_NAME", "?"), os.environ.get("NCCL_LINE", "NCCL"), datetime.date.today().isoformat())
+    os.environ.get("GPU_NAME", "?"), os.environ.get("NCCL_LINE", "NCCL"), os.environ.get("RUN_DATE") or datetime.date.today().isoformat())
 with open(os.path.join(out, "multi_gpu.md"), "w") as f:
     f.write("%s (`bash dev/bench_multi_gpu.sh`; samples/s, median epoch, first left out)\n\n" % title)
     f.write("| model | batch | GPUs | ours samples/s | ours / one GPU without -g | DDP samples/s | ours / DDP |\n")
@@ -104,10 +118,11 @@ with open(os.path.join(out, "multi_gpu.md"), "w") as f:
     for r in rows:
         f.write("| %s | %d | %d | %s | %s | %s | %s |\n" % (r["model"], r["batch"], r["gpus"], fmt(r["ours"]),
                 ratio(r["ours"], r["plain"]), fmt(r["ddp"]), ratio(r["ours"], r["ddp"])))
-with open(os.path.join(out, "multi_gpu.csv"), "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=["model", "batch", "gpus", "ours", "plain", "ddp"])
-    w.writeheader()
-    w.writerows(rows)
+if not from_csv:
+    with open(os.path.join(out, "multi_gpu.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["model", "batch", "gpus", "ours", "plain", "ddp"])
+        w.writeheader()
+        w.writerows(rows)
 print(open(os.path.join(out, "multi_gpu.md")).read())
 try:
     import matplotlib
@@ -129,7 +144,7 @@ for ax, m in zip(axes[0], models):
     ax.set_xscale("log", base=2)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-fig.suptitle(title, fontsize=9)
+fig.suptitle("\n".join(textwrap.wrap(title, 60 * len(models))), fontsize=9)
 fig.tight_layout()
 fig.savefig(os.path.join(out, "multi_gpu.png"), dpi=120)
 print("plot: %s" % os.path.join(out, "multi_gpu.png"))
