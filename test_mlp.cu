@@ -689,7 +689,7 @@ static void gpu_evaluate(GpuModel *g, const DeviceData *d, double *loss, double 
 
 static void gpu_set_params(GpuModel *g, const float *params, size_t n) {
     cudaCheck(cudaMemcpy(gpu_params_dev(g), params, n * sizeof(float), cudaMemcpyHostToDevice));
-    if (g->trainer == FAST && g->f.params_tf32) round_tf32_copy(g->f.params_tf32, g->f.params, n, g->stream);
+    if (g->trainer == FAST) fast::model_sync_copies(&g->f, g->stream);
     cudaCheck(cudaDeviceSynchronize());
 }
 
@@ -909,6 +909,134 @@ static void test_matmul_configs(void) {
     cudaCheck(cudaFree(scratch));
 }
 
+// The BF16-operand kernel (kernels/fast/mma_bf16.cuh, -x 2's large products), each configuration and
+// product on two shapes: all widths multiples of 8, and the batch dimension odd (M for forward and
+// dinp, K for dweight: the tiles' edges). Operands are random BF16 values, and the reference their
+// product in double, so the kernel's error is FP32 summation alone (MM_CFG_BOUND, as above). Each runs
+// with its trainer epilogue too: forward with bias, relu and the output's BF16 copy, dinp with tanh's
+// derivative and the copy; every element of a copy must be the GPU's own FP32 output rounded to BF16,
+// bit for bit. Then the launchers given the copies (matmul_forward_fast etc. with MatmulFastBf16) must
+// give the same products as the FP32-operand BF16 kernels on the FP32 values of the same numbers, and
+// the FP32-operand kernels must write the output copy too when they run (the last hidden layer's
+// gradient, below the head, is written so).
+static void test_matmul_bf16_ops(void) {
+    section("the BF16-operand matmul kernel: each configuration against the CPU, and its copies");
+    static const char *const prods[] = {"forward", "dinp", "dweight"};
+    int ncfg;
+    const MatmulFastCfg *cfgs = matmul_fast_bf16_configs(&ncfg);
+    const int max_elems = 208 * 304;
+    float *hA = (float *)mallocCheck(max_elems * sizeof(float)), *hB = (float *)mallocCheck(max_elems * sizeof(float));
+    float *hC = (float *)mallocCheck(max_elems * sizeof(float)), *hC2 = (float *)mallocCheck(max_elems * sizeof(float));
+    float *refc = (float *)mallocCheck(max_elems * sizeof(float)), *aux = (float *)mallocCheck(max_elems * sizeof(float));
+    float *bias = (float *)mallocCheck(304 * sizeof(float));
+    unsigned short *hA16 = (unsigned short *)mallocCheck(max_elems * 2), *hB16 = (unsigned short *)mallocCheck(max_elems * 2);
+    unsigned short *hC16 = (unsigned short *)mallocCheck(max_elems * 2);
+    float *dA = (float *)cudaMallocCheck(max_elems * sizeof(float), "A");
+    float *dB = (float *)cudaMallocCheck(max_elems * sizeof(float), "B");
+    float *dC = (float *)cudaMallocCheck(max_elems * sizeof(float), "C");
+    float *dC2 = (float *)cudaMallocCheck(max_elems * sizeof(float), "C");
+    float *daux = (float *)cudaMallocCheck(max_elems * sizeof(float), "aux");
+    float *dbias = (float *)cudaMallocCheck(304 * sizeof(float), "bias");
+    __nv_bfloat16 *dA16 = (__nv_bfloat16 *)cudaMallocCheck(max_elems * 2, "A16");
+    __nv_bfloat16 *dB16 = (__nv_bfloat16 *)cudaMallocCheck(max_elems * 2, "B16");
+    __nv_bfloat16 *dC16 = (__nv_bfloat16 *)cudaMallocCheck(max_elems * 2, "C16");
+    Rng rng;
+    rng_seed(&rng, 37, 1);
+    for (int i = 0; i < 304; i++) bias[i] = rng_uniform(&rng) - 0.5f;
+    cudaCheck(cudaMemcpy(dbias, bias, 304 * sizeof(float), cudaMemcpyHostToDevice));
+    int runs = 0, copies_bad = 0;
+    double worst = 0;
+    for (int prod = MF_FWD; prod <= MF_DWEIGHT; prod++) {
+        for (int sh = 0; sh < 2; sh++) {
+            // M, N, K: the batch dimension odd in the second shape
+            const int M = sh == 0 || prod == MF_DWEIGHT ? 200 : 203, N = 136, K = sh == 1 && prod == MF_DWEIGHT ? 301 : 296;
+            if (!check(matmul_fast_bf16_fits((MfProduct)prod, M, N, K), "%s %dx%dx%d fits the BF16-operand kernel",
+                       prods[prod], M, N, K))
+                continue;
+            for (int i = 0; i < M * K; i++) hA[i] = round_bf16(rng_uniform(&rng) * 2 - 1);
+            for (int i = 0; i < N * K; i++) hB[i] = round_bf16(rng_uniform(&rng) * 2 - 1);
+            for (int i = 0; i < M * N; i++) aux[i] = rng_uniform(&rng) * 2 - 1;   // tanh outputs in (-1, 1)
+            for (int i = 0; i < M * K; i++) hA16[i] = mf_bf16_bits(hA[i]);
+            for (int i = 0; i < N * K; i++) hB16[i] = mf_bf16_bits(hB[i]);
+            cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(dB, hB, (size_t)N * K * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(dA16, hA16, (size_t)M * K * 2, cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(dB16, hB16, (size_t)N * K * 2, cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(daux, aux, (size_t)M * N * sizeof(float), cudaMemcpyHostToDevice));
+            // the epilogue of the trainer's product: forward bias + relu, dinp tanh', dweight raw
+            const int epi_kind = prod == MF_FWD ? MF_EPI_FORWARD : prod == MF_DINP ? MF_EPI_DINP : MF_EPI_RAW;
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++) {
+                    double sum = 0;
+                    for (int k = 0; k < K; k++) {
+                        const float a = prod == MF_DWEIGHT ? hA[(size_t)k * M + m] : hA[(size_t)m * K + k];
+                        const float b = prod == MF_FWD ? hB[(size_t)n * K + k] : hB[(size_t)k * N + n];
+                        sum += (double)a * b;
+                    }
+                    float v = (float)sum;
+                    if (epi_kind == MF_EPI_FORWARD) v = v + bias[n] > 0 ? v + bias[n] : 0.0f;
+                    if (epi_kind == MF_EPI_DINP) v = (float)(sum * (1.0 - (double)aux[(size_t)m * N + n] * aux[(size_t)m * N + n]));
+                    refc[(size_t)m * N + n] = v;
+                }
+            MatmulFastEpi epi = {epi_kind, epi_kind == MF_EPI_FORWARD ? ACT_RELU : ACT_TANH,
+                                 epi_kind == MF_EPI_FORWARD ? dbias : NULL, epi_kind == MF_EPI_DINP ? daux : NULL, {}, 0,
+                                 epi_kind == MF_EPI_RAW ? NULL : dC16};
+            for (int c = 0; c < ncfg; c++) {
+                cudaCheck(cudaMemset(dC, 0xFF, (size_t)M * N * sizeof(float)));   // NaN: every element must be written
+                cudaCheck(cudaMemset(dC16, 0xFF, (size_t)M * N * 2));
+                matmul_fast_bf16_run((MfProduct)prod, cfgs[c].id, dC, dA16, dB16, M, N, K, &epi, 0, 0);
+                cudaCheck(cudaDeviceSynchronize());
+                download(hC, dC, (size_t)M * N);
+                const double e = rel_norm(hC, refc, (size_t)M * N);
+                runs++;
+                if (!(e <= worst)) worst = e;
+                check(e <= MM_CFG_BOUND, "%-7s configuration %d (%s), %dx%dx%d: rel norm %.2e (<= %.0e)", prods[prod],
+                      cfgs[c].id, cfgs[c].name, M, N, K, e, MM_CFG_BOUND);
+                if (epi.out_bf16) {
+                    cudaCheck(cudaMemcpy(hC16, dC16, (size_t)M * N * 2, cudaMemcpyDeviceToHost));
+                    int bad = 0;
+                    for (int i = 0; i < M * N; i++) bad += hC16[i] != mf_bf16_bits(hC[i]);
+                    copies_bad += bad;
+                    check(bad == 0, "%-7s configuration %d: the output's BF16 copy is the output rounded (%d of %d differ)",
+                          prods[prod], cfgs[c].id, bad, M * N);
+                }
+            }
+            // the launchers: given the copies (the BF16-operand kernel wherever the shape fits, min_fill 0
+            // here) and without them (the FP32-operand BF16 kernels, which still write the copy)
+            MatmulFastBf16 with = {dA16, dB16, epi.out_bf16}, without = {NULL, NULL, epi.out_bf16};
+            cudaCheck(cudaMemset(dC16, 0xFF, (size_t)M * N * 2));
+            for (int v = 0; v < 2; v++) {
+                const MatmulFastBf16 *bf = v == 0 ? &with : &without;
+                float *out = v == 0 ? dC : dC2;
+                if (prod == MF_FWD) matmul_forward_fast(out, dA, dB, dbias, M, K, N, ACT_RELU, MF_BF16, 0, 0, bf);
+                else if (prod == MF_DINP) matmul_backward_dinp_fast(out, dA, dB, daux, ACT_TANH, M, N, K, MF_BF16, 0, bf);
+                else matmul_backward_dweight_fast(out, dA, dB, K, N, M, NULL, MF_BF16, NULL, 0, bf);
+            }
+            cudaCheck(cudaDeviceSynchronize());
+            download(hC, dC, (size_t)M * N);
+            download(hC2, dC2, (size_t)M * N);
+            const double e1 = rel_norm(hC, refc, (size_t)M * N), e2 = rel_norm(hC2, refc, (size_t)M * N);
+            check(e1 <= MM_CFG_BOUND && e2 <= MM_CFG_BOUND, "%-7s %dx%dx%d through the launcher: with the BF16 copies "
+                  "rel norm %.2e, from the FP32 values %.2e (<= %.0e)", prods[prod], M, N, K, e1, e2, MM_CFG_BOUND);
+            if (epi.out_bf16) {   // the last launch (the FP32-operand kernels) wrote the copy
+                cudaCheck(cudaMemcpy(hC16, dC16, (size_t)M * N * 2, cudaMemcpyDeviceToHost));
+                int bad = 0;
+                for (int i = 0; i < M * N; i++) bad += hC16[i] != mf_bf16_bits(hC2[i]);
+                check(bad == 0, "%-7s the FP32-operand kernels' BF16 copy of the output is the output rounded (%d of %d "
+                      "differ)", prods[prod], bad, M * N);
+            }
+        }
+    }
+    printf("  %d products run (%d configurations x 3 products x 2 shapes), worst rel norm %.2e; BF16 copies that "
+           "differed: %d\n", runs, ncfg, worst, copies_bad);
+    free(hA), free(hB), free(hC), free(hC2), free(refc), free(aux), free(bias), free(hA16), free(hB16), free(hC16);
+    float *dev[] = {dA, dB, dC, dC2, daux, dbias};
+    for (float *p : dev) cudaCheck(cudaFree(p));
+    cudaCheck(cudaFree(dA16));
+    cudaCheck(cudaFree(dB16));
+    cudaCheck(cudaFree(dC16));
+}
+
 // The models the fused step takes and those it leaves to the graph path, with the reason
 static void test_fused_plan(void) {
     const int small[] = {784, 128, 10}, deep[] = {784, 128, 64, 10}, odd_in[] = {23, 128, 10},
@@ -1090,6 +1218,7 @@ static void ref_check_gpu(const char *path, int trainer) {
     GpuModel g;
     gpu_build(&g, trainer, 0, r.sizes, r.L, r.act, r.B, r.B, r.nsteps, 1, TEST_OPTIM);
     cudaCheck(cudaMemcpy(gpu_params_dev(&g), r.params0, sizeof(float) * (size_t)r.nparams, cudaMemcpyHostToDevice));
+    if (trainer == FAST) fast::model_sync_copies(&g.f, 0);
     // the reference's inputs as they are (floats, not bytes): straight into the batch
     float *x = gpu_acts_dev(&g)[0];
     int *labels = trainer == READABLE ? g.r.labels : g.f.labels;
@@ -1253,6 +1382,9 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop = require_gpu();
     printf("GPU: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+    // -x 2's products on BF16 copies wherever the widths allow, however few tiles (the trainer takes
+    // them only where they fill half the GPU: the big model), so that the small cases here run them too
+    matmul_fast_bf16_set_min_fill(0.0f);
 
     const int small[] = {784, 128, 10};
     const int odd[] = {784, 100, 37, 10};     // widths that are no multiple of any tile
@@ -1286,6 +1418,7 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu(FUSED, 1, deep_small, 3, ACT_TANH, 33, 17));
         CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep4, 4, ACT_SIGMOID, 100, 37));
         CASE(test_matmul_configs());
+        CASE(test_matmul_bf16_ops());
         CASE(test_determinism());
         return test_exit();
     }
@@ -1334,6 +1467,7 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu_big(PREC_BF16));
 
     CASE(test_matmul_configs());
+    CASE(test_matmul_bf16_ops());
 
     section("evaluation: the GPU's test loss and accuracy against the CPU's");
     CASE(test_evaluate_synthetic(READABLE, 0));

@@ -98,6 +98,10 @@ typedef struct {
     float *params, *grads, *mbuf;         // flat buffers, the layout of param_layout()
     float *params_tf32;                   // -x 1 only: the weights rounded to TF32 (its bias slots unused),
                                           // what the forward products read; see model_forward
+    // -x 2, where the widths allow it (model_bf16_fits), BF16 copies of what the hidden layers'
+    // products read: the weights (flat, params' layout), acts[0 .. L-2] and dacts[1 .. L-1]; else NULL.
+    // See model_forward_layers.
+    __nv_bfloat16 *params_bf16, *acts_bf16[MAX_LAYERS + 1], *dacts_bf16[MAX_LAYERS + 1];
     float *acts[MAX_LAYERS + 1];          // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
     float *dacts[MAX_LAYERS + 1];         // gradients of the same shapes (dacts[0] unused)
     float *batches[2];                    // acts[0] is one of these: train_steps gathers the next
@@ -118,6 +122,26 @@ typedef struct {
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
 } Model;
 
+// whether -x 2 keeps BF16 copies for this model: a hidden layer, and every width but the classes a
+// multiple of 8 (the BF16-operand kernel copies 16 bytes, 8 values, at a time: kernels/fast/mma_bf16.cuh;
+// the weights' slices of the flat buffer then start 16-byte aligned too)
+static int model_bf16_fits(const int *sizes, int L) {
+    if (L < 2) return 0;
+    for (int l = 0; l < L; l++)
+        if (sizes[l] % 8 != 0) return 0;
+    return 1;
+}
+
+static void model_free_bf16(Model *m) {
+    cudaCheck(cudaFree(m->params_bf16));
+    m->params_bf16 = NULL;
+    for (int l = 0; l <= m->L; l++) {
+        cudaCheck(cudaFree(m->acts_bf16[l]));
+        cudaCheck(cudaFree(m->dacts_bf16[l]));
+        m->acts_bf16[l] = m->dacts_bf16[l] = NULL;
+    }
+}
+
 // n_train: rows of the permutation; steps_per_epoch: entries of step_losses
 static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int prec, int n_train,
                         int steps_per_epoch) {
@@ -137,6 +161,15 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     if (prec == PREC_TF32) {
         m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
         cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
+    }
+    if (prec == PREC_BF16 && model_bf16_fits(sizes, L)) {
+        m->params_bf16 = (__nv_bfloat16 *)cudaMallocCheck(m->num_params * 2, "the BF16 copy of the weights");
+        cudaCheck(cudaMemset(m->params_bf16, 0, m->num_params * 2));
+        for (int l = 0; l < L; l++) {
+            const size_t bytes = (size_t)max_batch * sizes[l] * 2;
+            if (l <= L - 2) m->acts_bf16[l] = (__nv_bfloat16 *)cudaMallocCheck(bytes, "the BF16 activations");
+            if (l >= 1) m->dacts_bf16[l] = (__nv_bfloat16 *)cudaMallocCheck(bytes, "the BF16 activation gradients");
+        }
     }
     size_t scratch = 0;
     for (int l = 0; l <= L; l++) {
@@ -184,6 +217,7 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->grads));
     cudaCheck(cudaFree(m->mbuf));
     cudaCheck(cudaFree(m->params_tf32));
+    model_free_bf16(m);
     for (int l = 0; l <= m->L; l++) {
         if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
         cudaCheck(cudaFree(m->dacts[l]));
@@ -208,6 +242,13 @@ static void model_free(Model *m) {
     cudaCheck(cudaStreamDestroy(m->bias_stream));
 }
 
+// the weights' TF32 or BF16 copy made from params again, after anything but an optimizer step wrote them
+// (the initial draw, a checkpoint, a broadcast, a test)
+static void model_sync_copies(Model *m, cudaStream_t stream) {
+    if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
+    if (m->params_bf16) bf16_copy(m->params_bf16, m->params, m->num_params, stream);
+}
+
 // nn.Linear's init, W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)], drawn on the device by cuRAND's
 // Philox generator (kernels/data.cuh): the same numbers as train_mlp.cu and model_init_params_cpu
 static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
@@ -219,11 +260,25 @@ static void model_init_params(Model *m, uint64_t seed, cudaStream_t stream) {
                                                                                     seed, m->w_off[l]);
         cudaCheck(cudaGetLastError());
     }
-    if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
+    model_sync_copies(m, stream);
 }
 
 // ----------------------------------------------------------------------------
 // forward, loss, backward and update
+
+// The BF16 copies layer l's product prod reads and writes (MatmulFastBf16), or NULL where there are
+// none. The hidden layers' products (l <= L-2) read copies; the head layer's read FP32 (its logits and
+// their gradient have no copies; with the fused head it is not a matmul anyway), but its dinp, the
+// last hidden layer's gradient, is the next products' operand: it is written a second time.
+static const MatmulFastBf16 *model_bf16(const Model *m, MfProduct prod, int l, MatmulFastBf16 *bf) {
+    if (m->params_bf16 == NULL) return NULL;
+    const bool hidden = l <= m->L - 2;
+    const __nv_bfloat16 *w = m->params_bf16 + m->w_off[l];
+    if (prod == MF_FWD) *bf = {hidden ? m->acts_bf16[l] : NULL, hidden ? w : NULL, hidden ? m->acts_bf16[l + 1] : NULL};
+    else if (prod == MF_DINP) *bf = {hidden ? m->dacts_bf16[l + 1] : NULL, hidden ? w : NULL, m->dacts_bf16[l]};
+    else *bf = {hidden ? m->dacts_bf16[l + 1] : NULL, hidden ? m->acts_bf16[l] : NULL, NULL};
+    return bf;
+}
 
 // the precision argument of the backward products' launchers (kernels/fast/matmul_fast.h): TF32 rounds
 // their operands (the gradients are not TF32 values), BF16 rounds every product's
@@ -238,7 +293,14 @@ static int model_mm_prec(const Model *m) {
 // would round them anyway; stored so, the kernels can skip their rounding (MF_TF32_EXACT,
 // kernels/fast/matmul_fast.h). The backward products read the same activations (relu' sees the
 // same sign; sigmoid' and tanh' see the value the tensor cores saw), and the FP32 weights.
+// With BF16 (-x 2) the products' operands are rounded to BF16. Where the model has BF16 copies
+// (params_bf16: model_bf16_fits), the hidden layers' products read those instead of the FP32 tensors,
+// the same values, at half the bytes, on the BF16-operand kernel (kernels/fast/mma_bf16.cuh): the
+// batch is copied rounded before the first layer, each hidden output and each hidden gradient is
+// stored a second time, rounded, by the kernel that stores it (the forward and dinp epilogues, the
+// head), and the weights by the optimizer (model_bf16).
 static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stream) {
+    if (m->acts_bf16[0] && layers > 0) bf16_copy(m->acts_bf16[0], m->acts[0], (size_t)bs * m->sizes[0], stream);
     for (int l = 0; l < layers; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *b = m->params + m->b_off[l];
@@ -246,9 +308,11 @@ static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stre
         if (m->prec == PREC_TF32)
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
                                 MF_TF32_EXACT, l < m->L - 1, stream);
-        else if (m->prec == PREC_BF16)
+        else if (m->prec == PREC_BF16) {
+            MatmulFastBf16 bf;
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, MF_BF16, 0,
-                                stream);
+                                stream, model_bf16(m, MF_FWD, l, &bf));
+        }
         else
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, 0, 0, stream);
     }
@@ -273,7 +337,7 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
         model_forward_layers(m, bs, L - 1, stream);
         head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
                               m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
-                              m->sizes[L - 1], m->sizes[L], m->act, stream, norm);
+                              m->sizes[L - 1], m->sizes[L], m->act, stream, norm, L > 1 ? m->dacts_bf16[L - 1] : NULL);
     } else {
         model_forward(m, bs, stream);
         softmax_xent_forward_backward_fast(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
@@ -307,6 +371,9 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         const size_t w = m->w_off[l], b = m->b_off[l];
         const float *dout = m->dacts[l + 1];
         float *w_tf32 = m->params_tf32 ? m->params_tf32 + w : NULL;
+        __nv_bfloat16 *w_bf16 = m->params_bf16 ? m->params_bf16 + w : NULL;
+        MatmulFastBf16 bf_dw, bf_dinp;
+        const MatmulFastBf16 *dw16 = model_bf16(m, MF_DWEIGHT, l, &bf_dw), *dinp16 = model_bf16(m, MF_DINP, l, &bf_dinp);
         cudaCheck(cudaEventRecord(m->ev_dout[l], stream));
         cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_dout[l], 0));
         if (l == m->L - 1 && model_head_fused(m))  // with the step's mean loss and the step counter
@@ -324,23 +391,23 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         if (l > 0) {
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL,
-                                         m->side);
+                                         m->side, dw16);
             if (l < m->L - 1 || !model_head_fused(m))  // (the fused head has computed the last layer's dinp)
                 matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, prec,
-                                          stream);
+                                          stream, dinp16);
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
             sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
-                            weight_decay, 1, m->side);
+                            weight_decay, 1, m->side, w_bf16);
         } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS) {
-            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
+            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32, w_bf16};
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, &sgd,
-                                         stream);
+                                         stream, dw16);
         } else {
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL,
-                                         stream);
+                                         stream, dw16);
             sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
-                            weight_decay, 1, stream);
+                            weight_decay, 1, stream, w_bf16);
         }
     }
     cudaCheck(cudaEventRecord(m->ev_side_done, m->side));
@@ -435,8 +502,11 @@ static FusedPlan fused_plan(const int *sizes, int L, int B, int prec, int any) {
     }
     return f;
 }
+// (The fused steps read and step the FP32 weights only: a model that takes them drops its BF16 copies,
+// and its evaluation's forward products then read the FP32 tensors.)
 static int model_use_fused(Model *m, int any) {
     m->fused = fused_plan(m->sizes, m->L, m->B, m->prec, any);
+    if (m->fused.ok) model_free_bf16(m);
     return m->fused.ok;
 }
 
@@ -738,18 +808,20 @@ static void dp_backward_update(Rank *k, int bs, int norm) {
         if (l > 0) cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
         // (the split-K scratch is one buffer: the first layer's dW waits for the side stream's last one)
         if (l == 0 && m->L > 1 && m->scratch) cudaCheck(cudaStreamWaitEvent(k->stream, k->ev_dw[1], 0));
-        matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL, dw_stream);
+        MatmulFastBf16 bf_dw, bf_dinp;
+        matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL, dw_stream,
+                                     fast::model_bf16(m, MF_DWEIGHT, l, &bf_dw));
         cudaCheck(cudaEventRecord(k->ev_dw[l], dw_stream));
         if (l > 0 && (l < m->L - 1 || !fast::model_head_fused(m)))  // (else the fused head has done it)
             matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, prec,
-                                      k->stream);
+                                      k->stream, fast::model_bf16(m, MF_DINP, l, &bf_dinp));
         cudaCheck(cudaEventRecord(m->ev_dinp[l], k->stream));
         cudaCheck(cudaStreamWaitEvent(k->comm_stream, k->ev_dw[l], 0));
         cudaCheck(cudaStreamWaitEvent(k->comm_stream, k->ev_db[l], 0));
         ncclCheck(nccl.AllReduce(m->grads + w, m->grads + w, n, ncclFloat, ncclSum, k->comm, k->comm_stream));
         cudaCheck(cudaStreamWaitEvent(k->comm_stream, m->ev_dinp[l], 0));
         sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, m->params_tf32 ? m->params_tf32 + w : NULL, n, c->lr,
-                        c->momentum, c->weight_decay, 1, k->comm_stream);
+                        c->momentum, c->weight_decay, 1, k->comm_stream, m->params_bf16 ? m->params_bf16 + w : NULL);
     }
     cudaCheck(cudaEventRecord(m->ev_side_done, m->side));
     cudaCheck(cudaEventRecord(m->ev_bias_done, m->bias_stream));
@@ -977,7 +1049,7 @@ static int train_data_parallel(Config *cfg, int argc, char **argv) {
         Model *m = &ranks[r].model;
         cudaCheck(cudaSetDevice(r));
         cudaCheck(cudaStreamSynchronize(ranks[r].comm_stream));
-        if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, ranks[r].stream);
+        fast::model_sync_copies(m, ranks[r].stream);
         cudaCheck(cudaStreamSynchronize(ranks[r].stream));
         ranks[r].shuffle = run.shuffle;  // (rank 0 draws from run's own)
     }
@@ -1081,7 +1153,7 @@ int main(int argc, char **argv) {
         Model model;
         model_build(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH, USE_BATCH, cfg.precision, 1, 1);
         cudaCheck(cudaMemcpy(model.params, use.ck.params, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
-        if (model.params_tf32) round_tf32_copy(model.params_tf32, model.params, model.num_params, 0);
+        model_sync_copies(&model, 0);
         int rc = use_run(&use, &model, forward_logits);
         model_free(&model);
         return rc;
@@ -1108,7 +1180,7 @@ int main(int argc, char **argv) {
     if (params) {  // resuming: the checkpoint's weights and momentum
         cudaCheck(cudaMemcpy(model.params, params, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(model.mbuf, mbuf, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
-        if (model.params_tf32) round_tf32_copy(model.params_tf32, model.params, model.num_params, stream);
+        model_sync_copies(&model, stream);
     } else {
         model_init_params(&model, cfg.seed, stream);
     }

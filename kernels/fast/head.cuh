@@ -36,12 +36,14 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 #ifndef MLP_HEAD_CUH
 #define MLP_HEAD_CUH
 
+#include <cuda_bf16.h>
 #include <stdint.h>
 #include "../activation.cuh"    // activation_grad_from_output
 #include "../common.cuh"        // cudaCheck
 #include "../softmax_xent.cuh"  // softmax_xent_row, block_sum_fixed_order, LOSS_THREADS
 #include "dbias.cuh"            // dbias_tile, DBIAS_TILE
 #include "pdl.cuh"              // pdl_wait, launch_pdl
+#include "tf32.cuh"             // mf_bf16_bits
 
 #define HEAD_MAX_C 32     // classes the fused head takes (each thread keeps HEAD_ROWS x MAXC partial sums)
 #define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
@@ -51,10 +53,13 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 // which call it. MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0,
 // aligned rows). head_kernel runs one group of rows a block; the fused step of deeper models
 // (kernels/fast/fused_deep.cuh) runs them in turn.
+// dh_bf16: NULL, or (B, IN) where dh is stored again, rounded to BF16 (-x 2's copy of the operand the
+// next products read: kernels/fast/mma_bf16.cuh).
 template <int MAXC>
 __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits, float *dh, float *losses,
                                           const float *h, const float *W, const float *bias, const int *labels,
-                                          int B, int IN, int C, int act, int vec, int norm) {
+                                          int B, int IN, int C, int act, int vec, int norm,
+                                          unsigned short *dh_bf16 = nullptr) {
     __shared__ float part[HEAD_THREADS / 32][HEAD_ROWS][MAXC];   // each warp's partial logits
     __shared__ float z[HEAD_ROWS][MAXC], dz[HEAD_ROWS][MAXC];    // the rows' logits and their gradients
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -151,8 +156,12 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
             s.z *= activation_grad_from_output(y.z, act);
             s.w *= activation_grad_from_output(y.w, act);
             *reinterpret_cast<float4 *>(dh + o) = s;
+            if (dh_bf16)
+                *reinterpret_cast<uint2 *>(dh_bf16 + o) = make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
         } else {
-            dh[o] = s.x * activation_grad_from_output(h[o], act);
+            const float v = s.x * activation_grad_from_output(h[o], act);
+            dh[o] = v;
+            if (dh_bf16) dh_bf16[o] = mf_bf16_bits(v);
         }
     }
 }
@@ -160,34 +169,37 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
 template <int MAXC>
 __global__ void __launch_bounds__(HEAD_THREADS)
     head_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
-                const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm) {
+                const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm,
+                unsigned short *dh_bf16) {
     pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
-    head_rows<MAXC>(blockIdx.x * HEAD_ROWS, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C, act, vec, norm);
+    head_rows<MAXC>(blockIdx.x * HEAD_ROWS, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C, act, vec, norm,
+                    dh_bf16);
 }
 
 static inline bool head_fits(int C) { return C >= 1 && C <= HEAD_MAX_C; }
 
 // logits, dlogits (B, C), losses (B); dh (B, IN) or NULL; see the top of the file. Launched with
 // PDL: enqueue it right after the kernel that writes h (or with nothing recorded in between).
-// norm: the batch of the mean (0: B).
+// norm: the batch of the mean (0: B). dh_bf16: NULL, or where dh is stored again as BF16 (head_rows).
 static inline void head_forward_backward(float *logits, float *dlogits, float *dh, float *losses, const float *h,
                                          const float *W, const float *bias, const int *labels, int B, int IN, int C,
-                                         int act, cudaStream_t stream, int norm = 0) {
+                                         int act, cudaStream_t stream, int norm = 0, __nv_bfloat16 *dh_bf16 = NULL) {
     if (!head_fits(C)) {
         fprintf(stderr, "head_forward_backward: %d classes, more than the %d it takes\n", C, HEAD_MAX_C);
         exit(EXIT_FAILURE);
     }
     if (B <= 0) return;
     const int vec = IN % 4 == 0 && ((uintptr_t)h & 15) == 0 && ((uintptr_t)W & 15) == 0 &&
-                    (dh == NULL || ((uintptr_t)dh & 15) == 0);
+                    (dh == NULL || ((uintptr_t)dh & 15) == 0) && ((uintptr_t)dh_bf16 & 7) == 0;
+    unsigned short *dhb = reinterpret_cast<unsigned short *>(dh_bf16);
     const dim3 grid(CEIL_DIV(B, HEAD_ROWS)), block(HEAD_THREADS);
     if (norm <= 0) norm = B;
     if (C <= 16)
         launch_pdl(head_kernel<16>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec, norm);
+                   act, vec, norm, dhb);
     else
         launch_pdl(head_kernel<32>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec, norm);
+                   act, vec, norm, dhb);
     cudaCheck(cudaGetLastError());
 }
 

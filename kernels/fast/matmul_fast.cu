@@ -77,21 +77,34 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
 // ----------------------------------------------------------------------------
 // the launchers the trainer calls
 
+// the product on the BF16 copies of its operands (kernels/fast/mma_bf16.cuh) where they are given and
+// the BF16-operand planner takes the shape; false: the caller runs the FP32-operand kernels
+static bool mf_run_bf16(MfProduct prod, float *C, int M, int N, int K, const MatmulFastEpi *epi, int tf32,
+                        const MatmulFastBf16 *bf16, int pdl, cudaStream_t stream) {
+    if (bf16 == NULL || bf16->a == NULL || bf16->b == NULL || tf32 != MF_BF16) return false;
+    const int cfg = matmul_fast_bf16_plan(prod, M, N, K);
+    if (cfg < 0) return false;
+    matmul_fast_bf16_run(prod, cfg, C, bf16->a, bf16->b, M, N, K, epi, pdl, stream);
+    return true;
+}
+
 void matmul_forward_fast(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
-                         int OUT, int act, int tf32, int round_out, cudaStream_t stream) {
-    const MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out};
+                         int OUT, int act, int tf32, int round_out, cudaStream_t stream, const MatmulFastBf16 *bf16) {
+    const MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out, bf16 ? bf16->out : NULL};
+    if (mf_run_bf16(MF_FWD, out, B, OUT, IN, &epi, tf32, bf16, 1, stream)) return;
     const MatmulFastPlan p = matmul_fast_plan(MF_FWD, B, OUT, IN, tf32, 0);
     matmul_fast_run(MF_FWD, &p, out, inp, weight, B, OUT, IN, &epi, NULL, tf32, 1, stream);
 }
 
 void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weight, const float *inp_act, int act,
-                               int B, int IN, int OUT, int tf32, cudaStream_t stream) {
+                               int B, int IN, int OUT, int tf32, cudaStream_t stream, const MatmulFastBf16 *bf16) {
     if (inp_act == NULL && act != ACT_NONE) {
         fprintf(stderr, "error: matmul_backward_dinp_fast: inp_act is NULL but act is %s (only none allows it)\n",
                 ACT_NAMES[act]);
         exit(EXIT_FAILURE);
     }
-    const MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}, 0};
+    const MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}, 0, bf16 ? bf16->out : NULL};
+    if (mf_run_bf16(MF_DINP, dinp, B, IN, OUT, &epi, tf32, bf16, 0, stream)) return;
     const MatmulFastPlan p = matmul_fast_plan(MF_DINP, B, IN, OUT, tf32, 0);
     matmul_fast_run(MF_DINP, &p, dinp, dout, weight, B, IN, OUT, &epi, NULL, tf32, 0, stream);
 }
@@ -110,12 +123,14 @@ size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
 }
 
 void matmul_backward_dweight_fast(float *dweight, const float *dout, const float *inp, int B, int IN, int OUT,
-                                  float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream) {
-    MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0};
+                                  float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream,
+                                  const MatmulFastBf16 *bf16) {
+    MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0, NULL};
     if (sgd) {
         epi.kind = MF_EPI_SGD;
         epi.sgd = *sgd;
     }
+    if (mf_run_bf16(MF_DWEIGHT, dweight, OUT, IN, B, &epi, tf32, bf16, 0, stream)) return;
     const MatmulFastPlan p = matmul_fast_plan(MF_DWEIGHT, OUT, IN, B, tf32, scratch != NULL);
     matmul_fast_run(MF_DWEIGHT, &p, dweight, dout, inp, OUT, IN, B, &epi, scratch, tf32, 0, stream);
 }

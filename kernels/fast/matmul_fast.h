@@ -25,7 +25,10 @@ Precision (the launchers' tf32 argument):
                    changes nothing, so the products equal MF_TF32_ROUND's on such operands.
     MF_BF16        BF16 tensor cores (mma.sync m16n8k16); the kernels round every FP32 operand to
                    BF16 (to nearest) on the way in and add the products in FP32. Operands,
-                   outputs and everything around the products stay FP32.
+                   outputs and everything around the products stay FP32. Given BF16 copies of the
+                   operands (MatmulFastBf16, below), the launchers run the large products on those
+                   instead (kernels/fast/wgmma_bf16.cuh on sm_90a, else kernels/fast/mma_bf16.cuh):
+                   the same values, half the bytes, and no rounding in the kernel.
 The trainer's build compiles what the trainer passes: FP32 everywhere, MF_TF32_EXACT for the forward
 product (-x 1 keeps its operands TF32 values) and MF_TF32_ROUND for dinp and dweight, MF_BF16 for
 every product (-x 2). Another combination there stops with a message naming it; dev/cuda's build
@@ -38,6 +41,7 @@ in a fixed order, K splits included, and there are no atomics.
 #ifndef MLP_FAST_MATMUL_FAST_H
 #define MLP_FAST_MATMUL_FAST_H
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 
@@ -59,25 +63,43 @@ typedef struct {
     float *mbuf;        // (OUT, IN) their momentum buffer
     float lr, mu, wd;   // learning rate, momentum, weight decay
     float *param_tf32;  // NULL, or (OUT, IN): the updated weights rounded to TF32 are stored here too
+    __nv_bfloat16 *param_bf16;  // NULL, or (OUT, IN): and rounded to BF16 (mf_pack_bf16's rounding)
 } MatmulFastSgd;
+
+// -x 2's BF16 copies of a product's operands and output (kernels/fast/mma_bf16.cuh). Given a and b,
+// the product runs on them with the BF16-operand kernel where its shape allows that and fills the GPU
+// (matmul_fast_bf16_plan), else on the FP32 operands as MF_BF16 says (the same products); either way
+// out, when not NULL, receives the output rounded to BF16 beside the FP32 one (for MF_EPI_FORWARD and
+// MF_EPI_DINP: the next product's operand). Rounding everywhere: to nearest, ties away from zero, as
+// mf_pack_bf16 and round_bf16 round.
+typedef struct {
+    const __nv_bfloat16 *a, *b;   // A and B as BF16, laid out as the FP32 operands; both, or neither
+    __nv_bfloat16 *out;           // NULL, or (M, N): the output again, as BF16
+} MatmulFastBf16;
 
 // out = act(inp . weight^T + bias); inp is (B, IN), weight is (OUT, IN), bias is (OUT) or NULL, out is
 // (B, OUT). round_out: out is stored rounded to TF32 (the next layer's MF_TF32_EXACT input). Launched
 // with programmatic dependent launch (kernels/fast/pdl.cuh): enqueue it right after the kernel that
 // writes inp, with no event recorded in between.
+// bf16: NULL, or BF16 copies (MatmulFastBf16; tf32 MF_BF16 only) of inp, weight and out.
 void matmul_forward_fast(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
-                         int OUT, int act, int tf32, int round_out, cudaStream_t stream);
+                         int OUT, int act, int tf32, int round_out, cudaStream_t stream,
+                         const MatmulFastBf16 *bf16 = NULL);
 
 // dinp = (dout . weight) * act'(inp_act); dout is (B, OUT), weight is (OUT, IN), inp_act and dinp are
 // (B, IN); inp_act (the activation output of the layer below) may be NULL only when act is ACT_NONE.
+// bf16: NULL, or BF16 copies of dout, weight and dinp.
 void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weight, const float *inp_act, int act,
-                               int B, int IN, int OUT, int tf32, cudaStream_t stream);
+                               int B, int IN, int OUT, int tf32, cudaStream_t stream,
+                               const MatmulFastBf16 *bf16 = NULL);
 
 // dweight = dout^T . inp (overwrites); dout is (B, OUT), inp is (B, IN), dweight is (OUT, IN).
 // scratch: matmul_fast_scratch_floats(B, IN, OUT) floats, or NULL (then K is split only through
-// thread-block clusters). sgd: NULL, or W's SGD step, fused in (MatmulFastSgd).
+// thread-block clusters). sgd: NULL, or W's SGD step, fused in (MatmulFastSgd). bf16: NULL, or BF16
+// copies of dout and inp (its out unused).
 void matmul_backward_dweight_fast(float *dweight, const float *dout, const float *inp, int B, int IN, int OUT,
-                                  float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream);
+                                  float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream,
+                                  const MatmulFastBf16 *bf16 = NULL);
 
 // floats of scratch matmul_backward_dweight_fast needs for (B, IN, OUT) in any precision; 0: none
 size_t matmul_fast_scratch_floats(int B, int IN, int OUT);
@@ -97,6 +119,7 @@ typedef struct {
     const float *aux;    // (M, N) the activation output for MF_EPI_DINP, may be NULL when act is ACT_NONE
     MatmulFastSgd sgd;   // for MF_EPI_SGD
     int round_out;       // MF_EPI_FORWARD: store the output rounded to TF32
+    __nv_bfloat16 *out_bf16;   // NULL, or (M, N): each output stored again, rounded to BF16 (MatmulFastBf16)
 } MatmulFastEpi;
 
 // cfg: a tile configuration's id (planner.cuh). splits > 1: K is cut in `splits` slices of kchunk;
@@ -135,10 +158,29 @@ typedef struct {
     int threads;         // threads per block
     const char *name;
 } MatmulFastCfg;
-enum { MF_KIND_FP32 = 0, MF_KIND_MMA = 1, MF_KIND_WGMMA = 2, MF_KIND_3XTF32 = 3 };
+enum { MF_KIND_FP32 = 0, MF_KIND_MMA = 1, MF_KIND_WGMMA = 2, MF_KIND_3XTF32 = 3, MF_KIND_BF16_OPS = 4 };
 const MatmulFastCfg *matmul_fast_configs(int tf32, int *count);
 
 // whether this build and GPU split K through thread-block clusters (else through scratch, dweight only)
 int matmul_fast_has_clusters(void);
+
+// ----------------------------------------------------------------------------
+// The BF16-operand kernel (kernels/fast/mma_bf16.cuh), for the tests and dev/cuda.
+
+// whether its 16-byte copies can read product prod's operands at this shape: their leading dimensions
+// (and the output's rows) multiples of 8
+int matmul_fast_bf16_fits(MfProduct prod, int M, int N, int K);
+// the configuration the launchers above take for this shape, or -1: they then run the FP32-operand
+// kernels. It is taken when it fits and its tiles fill at least min_fill of the GPU's first wave of
+// blocks (matmul_fast_bf16_set_min_fill; 0.5 unless set), where fewer, split-K tiles of the other
+// kernels are faster.
+int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K);
+void matmul_fast_bf16_set_min_fill(float min_fill);
+// its configurations: count, and each one's tile (bm, bn, bk, warp tile tm x tn, st), name and id
+const MatmulFastCfg *matmul_fast_bf16_configs(int *count);
+// C(M, N) = epi(A . B) with configuration cfg, A and B BF16 as product prod lays them out (their
+// shape must fit: matmul_fast_bf16_fits); epi->out_bf16 as in MatmulFastEpi. pdl as matmul_fast_run.
+void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16 *A, const __nv_bfloat16 *B, int M,
+                          int N, int K, const MatmulFastEpi *epi, int pdl, cudaStream_t stream);
 
 #endif  // MLP_FAST_MATMUL_FAST_H

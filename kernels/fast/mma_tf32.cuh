@@ -265,6 +265,27 @@ __device__ __forceinline__ void mf_mma_stage(const float (&acc)[WM / 16][WN / 8]
                     make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
 }
 
+// the block's sums (mf_mma_sums' layout) through the epilogue into C, rows below M
+template<int BM, int BN, int WM, int WN>
+__device__ __forceinline__ void mf_mma_store(float* C, const float (&acc)[WM / 16][WN / 8][4], int m0, int n0, int M,
+                                             int N, bool vec, const MatmulFastEpi& epi) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
+    const int g = lane / 4, q = lane % 4;
+    #pragma unroll
+    for (int i = 0; i < WM / 16; i++) {
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {   // h = 0: row g (c0, c1), h = 1: row g + 8 (c2, c3)
+            const int m = m0 + wm + i * 16 + g + h * 8;
+            if (m < M) {
+                #pragma unroll
+                for (int j = 0; j < WN / 8; j++)
+                    mf_store_pair(C, acc[i][j][2 * h], acc[i][j][2 * h + 1], m, n0 + wn + j * 8 + 2 * q, N, vec, epi);
+            }
+        }
+    }
+}
+
 // C (M, N) = epilogue(A . B), A_KC / B_KC as in the FP32 kernel; block tile BM x BN, warps of WM x WN,
 // each warp (WM/16) x (WN/8) mma tiles; blockIdx.z the K slice, added up as `split` says. PREC:
 // MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16 or MF_TF32X3 (kernels/fast/matmul_fast.h).
@@ -278,9 +299,6 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
     extern __shared__ __align__(16) float smem[];   // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats
 
     pdl_wait();   // as in the FP32 kernel
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
-    const int g = lane / 4, q = lane % 4;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int kbeg = blockIdx.z * kchunk;
     const int kend = min(K, kbeg + kchunk);
@@ -293,19 +311,7 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
         return;
     }
 
-    float* Cz = C + (size_t)blockIdx.z * M * N;
-    #pragma unroll
-    for (int i = 0; i < MI; i++) {
-        #pragma unroll
-        for (int h = 0; h < 2; h++) {   // h = 0: row g (c0, c1), h = 1: row g + 8 (c2, c3)
-            const int m = m0 + wm + i * 16 + g + h * 8;
-            if (m < M) {
-                #pragma unroll
-                for (int j = 0; j < NI; j++)
-                    mf_store_pair(Cz, acc[i][j][2 * h], acc[i][j][2 * h + 1], m, n0 + wn + j * 8 + 2 * q, N, vec != 0, epi);
-            }
-        }
-    }
+    mf_mma_store<BM, BN, WM, WN>(C + (size_t)blockIdx.z * M * N, acc, m0, n0, M, N, vec != 0, epi);
 }
 
 #endif  // MLP_FAST_MMA_TF32_CUH

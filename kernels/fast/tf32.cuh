@@ -38,4 +38,16 @@ __host__ __device__ __forceinline__ float round_tf32(float x) {
 // (mf_pack_bf16, kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.
 __host__ __device__ __forceinline__ float round_bf16(float x) { return round_dropping_bits(x, 16); }
 
+// round_bf16(x) as the 16 bits of a BF16 value (its float's upper half), what -x 2's BF16 copies of
+// the operands hold (kernels/fast/mma_bf16.cuh); and two of them in one word, lo in the low half
+__host__ __device__ __forceinline__ unsigned short mf_bf16_bits(float x) {
+    const float r = round_bf16(x);
+    unsigned u;
+    memcpy(&u, &r, sizeof(u));
+    return (unsigned short)(u >> 16);
+}
+__host__ __device__ __forceinline__ unsigned mf_bf16x2_bits(float lo, float hi) {
+    return (unsigned)mf_bf16_bits(lo) | ((unsigned)mf_bf16_bits(hi) << 16);
+}
+
 #endif // MLP_FAST_TF32_CUH

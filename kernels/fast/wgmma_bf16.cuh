@@ -1,0 +1,217 @@
+/*
+kernels/fast/wgmma_bf16.cuh: the BF16-operand matmul through wgmma (sm_90a; built where MF_WGMMA is
+defined), for -x 2's large products. The same job as matmul_bf16_kernel (kernels/fast/mma_bf16.cuh:
+BF16 copies of the operands in memory, FP32 sums, the fast kernels' epilogues), on Hopper's warpgroup
+instructions.
+Why: wgmma reads both tiles from shared memory itself (kernels/fast/wgmma_tf32.cuh tells how), so the
+threads issue no fragment loads; and for 16-bit operands it takes either layout: a tile may be
+K-major (k along its 128-byte rows) or MN-major (m or n along them), the instruction's imm-trans bits
+say which. So no product needs a transpose, where the TF32 wgmma kernel transposes through the threads.
+Shared layout, 128-byte swizzle, BK = 64 (a row of 64 BF16 values is 128 bytes), per stage and operand:
+  K-major (A_KC / B_KC): row d (of the BM or BN rows) at d * 128, its 16-byte chunk c at chunk
+    c ^ (d % 8): the TF32 kernel's layout. A descriptor: the 8-row atoms 1024 bytes apart (stride
+    byte offset); a k-step of 16 moves its address 32 bytes along the row.
+  MN-major: the tile's m (or n) in panels of 64 (128 bytes), panel p at p * 8192; in a panel, k-row r
+    at r * 128, its chunk c at c ^ (r % 8). A descriptor: 8-row atoms 1024 bytes apart (stride byte
+    offset), panels 8192 bytes apart (leading byte offset); a k-step of 16 moves it two atoms, 2048
+    bytes. (PTX ISA, "Shared Memory Matrix Layout": the canonical MN-major layout with 128-byte
+    swizzle is ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)), T = 8 BF16 values.)
+A tile is 128 bytes per row or per k-row either way: BM x 128 and BN x 128 bytes a stage.
+Block: WGS warpgroups, each 64 rows of the tile and all BN columns (one wgmma.m64nBNk16 per k-step of
+16); the pipeline is the TF32 kernel's: copies ST - 2 tiles ahead, one barrier per tile, the products
+of one tile in flight while the next is issued.
+*/
+#ifndef MLP_FAST_WGMMA_BF16_CUH
+#define MLP_FAST_WGMMA_BF16_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "epilogue.cuh"     // mf_store_pair
+#include "mma_bf16.cuh"     // mf_cp16_b16
+#include "pdl.cuh"          // pdl_wait
+#include "pipeline.cuh"     // mf_cp_commit, mf_cp_wait, mf_prefetch
+#include "wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait, mf_wg_pin, mf_fence_proxy_async
+
+// bytes of dynamic shared memory of a configuration (the stages, and 1024 to align the atoms)
+// (the epilogue's tile, 64 WGS rows of BN + 8 floats, reuses them: it must fit)
+constexpr int mf_wgb16_smem_bytes(int WGS, int BN, int ST) { return ST * (64 * WGS + BN) * 128 + 1024; }
+
+#if defined(MF_WGMMA)
+// the descriptor of a tile with 128-byte swizzle at shared address sa: K-major (LBO unused, 1) or
+// MN-major (LBO = 8192, the panel stride); SBO 1024 either way
+__device__ __forceinline__ uint64_t mf_wgb16_desc(unsigned sa, bool mn_major) {
+    return (uint64_t)((sa & 0x3FFFF) >> 4) | ((uint64_t)(mn_major ? 8192 >> 4 : 1) << 16) |
+           ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+
+// d (the warpgroup's 64 x 128 of C, 64 per thread) += A (64 x 16) . B (128 x 16)^T, both BF16 in shared
+// memory; TA / TB: A / B MN-major (1) or K-major (0)
+template <int TA, int TB>
+__device__ __forceinline__ void mf_wgmma_bf16_n128(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+                 "%64, %65, p, 1, 1, %66, %67;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB));
+}
+
+// d (the warpgroup's 64 x 256 of C, 128 per thread) += A (64 x 16) . B (256 x 16)^T, both BF16 in shared
+// memory; TA / TB: A / B MN-major (1) or K-major (0)
+template <int TA, int TB>
+__device__ __forceinline__ void mf_wgmma_bf16_n256(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
+                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
+                 "%128, %129, p, 1, 1, %130, %131;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB));
+}
+#endif
+
+// One operand tile into the swizzled stage at shared address sa: rows d0 .. d0 + BD - 1 of X, k in
+// [k0, k0 + 64), outside the matrix 0. KC: X(d, k) = X[d * ld + k] (K-major tile); else
+// X(d, k) = X[k * ld + d] (MN-major tile). The contiguous width is a multiple of 8.
+template <int BD, int NT, bool KC>
+__device__ __forceinline__ void mf_wgb16_load(unsigned sa, const __nv_bfloat16* __restrict__ X, int D, int K, int ld,
+                                              int d0, int k0, int tid) {
+    constexpr int CHUNKS = BD * 8;   // 64 values x BD rows, 8 values a chunk
+    static_assert(CHUNKS % NT == 0, "whole chunks per thread");
+    #pragma unroll
+    for (int i = 0; i < CHUNKS / NT; i++) {
+        const int c = tid + i * NT;
+        if constexpr (KC) {   // row r of the tile, chunk kc of its 64 k (a warp: 4 rows x 128 bytes)
+            const int r = c / 8, kc = c % 8;
+            const int d = d0 + r, k = k0 + kc * 8;
+            const bool ok = d < D && k < K;
+            mf_cp16_b16(sa + (unsigned)(r * 128 + ((kc ^ (r & 7)) << 4)), ok ? X + (size_t)d * ld + k : X, ok);
+        } else {              // k-row r, chunk cm of its BD values (a warp: 512 contiguous bytes)
+            const int r = c / (BD / 8), cm = c % (BD / 8);
+            const int p = cm / 8, e = cm % 8;   // panel, chunk in the panel's 128-byte row
+            const int d = d0 + cm * 8, k = k0 + r;
+            const bool ok = d < D && k < K;
+            mf_cp16_b16(sa + (unsigned)(p * 8192 + r * 128 + ((e ^ (r & 7)) << 4)), ok ? X + (size_t)k * ld + d : X, ok);
+        }
+    }
+}
+
+// C (M, N) = epi(A . B) for the (64 WGS) x BN tile of this block, the whole of K; A_KC / B_KC as in
+// matmul_bf16_kernel.
+template <int WGS, int BN, int ST, bool A_KC, bool B_KC>
+__global__ void __launch_bounds__(128 * WGS)
+matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict__ A,
+                         const __nv_bfloat16* __restrict__ B, int M, int N, int K, int vec, MatmulFastEpi epi) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    constexpr int BM = 64 * WGS, BK = 64, NT = 128 * WGS;
+    constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;   // multiples of 1024
+    static_assert(ST >= 3, "copies run ST - 2 tiles ahead");
+    static_assert(BN == 128 || BN == 256, "one wgmma.m64n128k16 or m64n256k16 per k-step");
+    static_assert(BM * (BN + 8) * 4 <= ST * STAGE, "the epilogue's tile fits in the stages");
+    extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
+    const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
+    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // atoms start 1024-byte aligned
+
+    pdl_wait();   // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+    const int wg = tid / 128;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int ntiles = (K + BK - 1) / BK;
+    const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
+
+    // thread (warp w, g, q) holds rows 16 w + g (+ 8) of the tile (a warpgroup's wgmma gives its warp
+    // w % 4 rows 16 (w % 4) + .., and its A rows start at 64 wg): acc[c * 4 + h * 2 + e] is row
+    // 16 w + g + 8 h, column 8 c + 2 q + e
+    float acc[BN / 2];
+    #pragma unroll
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+
+    auto load_tile = [&](int t) {
+        const unsigned s = sbase + (t % ST) * STAGE;
+        mf_wgb16_load<BM, NT, A_KC>(s, A, M, K, lda, m0, t * BK, tid);
+        mf_wgb16_load<BN, NT, B_KC>(s + A_BYTES, B, N, K, ldb, n0, t * BK, tid);
+    };
+    mf_prefetch<ST - 2>(ntiles, load_tile);
+    for (int t = 0; t < ntiles; t++) {
+        mf_cp_wait<ST - 3>();     // tile t has landed (this thread's copies) ...
+        mf_fence_proxy_async();   // ... visible to the tensor cores ...
+        __syncthreads();          // ... everybody's; and every thread is past tile t - 1's wait
+        if (t + ST - 2 < ntiles) load_tile(t + ST - 2);   // into the stage of tile t - 2
+        mf_cp_commit();
+        const unsigned a = sbase + (t % ST) * STAGE + wg * 64 * 128;   // this warpgroup's 64 rows (or panel)
+        const unsigned b = sbase + (t % ST) * STAGE + A_BYTES;
+        mf_wg_fence();
+        #pragma unroll
+        for (int ks = 0; ks < BK / 16; ks++) {
+            const uint64_t da = mf_wgb16_desc(a + ks * (A_KC ? 32 : 2048), !A_KC);
+            const uint64_t db = mf_wgb16_desc(b + ks * (B_KC ? 32 : 2048), !B_KC);
+            if constexpr (BN == 256) mf_wgmma_bf16_n256<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+            else mf_wgmma_bf16_n128<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+        }
+        mf_wg_commit();
+        mf_wg_wait<1>();          // tile t - 1's products are done
+    }
+    mf_wg_wait<0>();
+    mf_cp_wait<0>();
+    __syncthreads();   // every warpgroup's products are done: the stages are free
+
+    // The epilogue from shared memory: the tile goes there first (rows of BN + 8 floats: a warp's
+    // float2 stores then conflict at most two ways), then each thread takes a float4 of a row at a
+    // time through the epilogue, and stores it (and its BF16 copy) whole: 16-byte stores of
+    // consecutive columns, where the accumulators' own layout gives 8-byte ones 32 bytes apart. And
+    // no call per output (mf_store_pair's mf_epilogue): with a call in the kernel the compiler
+    // serialised the wgmmas of the 256-column tile (ptxas warning C7514).
+    constexpr int LD = BN + 8;
+    float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw));
+    #pragma unroll
+    for (int h = 0; h < 2; h++)
+        #pragma unroll
+        for (int c = 0; c < BN / 8; c++)
+            *reinterpret_cast<float2*>(&red[(warp * 16 + g + h * 8) * LD + c * 8 + 2 * q]) =
+                make_float2(acc[c * 4 + h * 2], acc[c * 4 + h * 2 + 1]);
+    __syncthreads();
+    for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
+        const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
+        const int m = m0 + r, n = n0 + cc;
+        if (m >= M || n >= N) continue;
+        MfEpiIn in[4];   // the epilogue's loads of the four first, then the arithmetic
+        #pragma unroll
+        for (int j = 0; j < 4; j++) in[j] = n + j < N ? mf_epi_load(m, n + j, N, epi) : MfEpiIn{0.0f, 0.0f};
+        mf_epi_store4(C, *reinterpret_cast<const float4*>(&red[r * LD + cc]), in, m, n, N, vec != 0, epi);
+    }
+#endif
+}
+
+#endif  // MLP_FAST_WGMMA_BF16_CUH
