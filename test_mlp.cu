@@ -909,7 +909,7 @@ static void test_matmul_configs(void) {
     cudaCheck(cudaFree(scratch));
 }
 
-// The BF16-operand kernel (kernels/fast/mma_bf16.cuh, -x 2's large products), each configuration and
+// The BF16-operand kernels (kernels/fast/wgmma_bf16.cuh and mma_bf16.cuh, -x 2's large products), each configuration and
 // product on two shapes: all widths multiples of 8, and the batch dimension odd (M for forward and
 // dinp, K for dweight: the tiles' edges). Operands are random BF16 values, and the reference their
 // product in double, so the kernel's error is FP32 summation alone (MM_CFG_BOUND, as above). Each runs
@@ -917,8 +917,8 @@ static void test_matmul_configs(void) {
 // derivative and the copy; every element of a copy must be the GPU's own FP32 output rounded to BF16,
 // bit for bit. Then the launchers given the copies (matmul_forward_fast etc. with MatmulFastBf16) must
 // give the same products as the FP32-operand BF16 kernels on the FP32 values of the same numbers, and
-// the FP32-operand kernels must write the output copy too when they run (the last hidden layer's
-// gradient, below the head, is written so).
+// the output copy must be written when those run too (by a copy after the product: the last hidden
+// layer's gradient below a head of more than 32 classes is written so).
 static void test_matmul_bf16_ops(void) {
     section("the BF16-operand matmul kernel: each configuration against the CPU, and its copies");
     static const char *const prods[] = {"forward", "dinp", "dweight"};
@@ -978,13 +978,14 @@ static void test_matmul_bf16_ops(void) {
                     if (epi_kind == MF_EPI_DINP) v = (float)(sum * (1.0 - (double)aux[(size_t)m * N + n] * aux[(size_t)m * N + n]));
                     refc[(size_t)m * N + n] = v;
                 }
-            MatmulFastEpi epi = {epi_kind, epi_kind == MF_EPI_FORWARD ? ACT_RELU : ACT_TANH,
-                                 epi_kind == MF_EPI_FORWARD ? dbias : NULL, epi_kind == MF_EPI_DINP ? daux : NULL, {}, 0,
-                                 epi_kind == MF_EPI_RAW ? NULL : dC16};
+            const MatmulFastEpi epi = {epi_kind, epi_kind == MF_EPI_FORWARD ? ACT_RELU : ACT_TANH,
+                                       epi_kind == MF_EPI_FORWARD ? dbias : NULL, epi_kind == MF_EPI_DINP ? daux : NULL,
+                                       {}, 0};
+            __nv_bfloat16 *out16 = epi_kind == MF_EPI_RAW ? NULL : dC16;   // the output's copy, as the trainer asks
             for (int c = 0; c < ncfg; c++) {
                 cudaCheck(cudaMemset(dC, 0xFF, (size_t)M * N * sizeof(float)));   // NaN: every element must be written
                 cudaCheck(cudaMemset(dC16, 0xFF, (size_t)M * N * 2));
-                matmul_fast_bf16_run((MfProduct)prod, cfgs[c].id, dC, dA16, dB16, M, N, K, &epi, 0, 0);
+                matmul_fast_bf16_run((MfProduct)prod, cfgs[c].id, dC, dA16, dB16, M, N, K, &epi, out16, 0, 0);
                 cudaCheck(cudaDeviceSynchronize());
                 download(hC, dC, (size_t)M * N);
                 const double e = rel_norm(hC, refc, (size_t)M * N);
@@ -992,7 +993,7 @@ static void test_matmul_bf16_ops(void) {
                 if (!(e <= worst)) worst = e;
                 check(e <= MM_CFG_BOUND, "%-7s configuration %d (%s), %dx%dx%d: rel norm %.2e (<= %.0e)", prods[prod],
                       cfgs[c].id, cfgs[c].name, M, N, K, e, MM_CFG_BOUND);
-                if (epi.out_bf16) {
+                if (out16) {
                     cudaCheck(cudaMemcpy(hC16, dC16, (size_t)M * N * 2, cudaMemcpyDeviceToHost));
                     int bad = 0;
                     for (int i = 0; i < M * N; i++) bad += hC16[i] != mf_bf16_bits(hC[i]);
@@ -1003,7 +1004,7 @@ static void test_matmul_bf16_ops(void) {
             }
             // the launchers: given the copies (the BF16-operand kernel wherever the shape fits, min_fill 0
             // here) and without them (the FP32-operand BF16 kernels, which still write the copy)
-            MatmulFastBf16 with = {dA16, dB16, epi.out_bf16}, without = {NULL, NULL, epi.out_bf16};
+            MatmulFastBf16 with = {dA16, dB16, out16}, without = {NULL, NULL, out16};
             cudaCheck(cudaMemset(dC16, 0xFF, (size_t)M * N * 2));
             for (int v = 0; v < 2; v++) {
                 const MatmulFastBf16 *bf = v == 0 ? &with : &without;
@@ -1018,7 +1019,7 @@ static void test_matmul_bf16_ops(void) {
             const double e1 = rel_norm(hC, refc, (size_t)M * N), e2 = rel_norm(hC2, refc, (size_t)M * N);
             check(e1 <= MM_CFG_BOUND && e2 <= MM_CFG_BOUND, "%-7s %dx%dx%d through the launcher: with the BF16 copies "
                   "rel norm %.2e, from the FP32 values %.2e (<= %.0e)", prods[prod], M, N, K, e1, e2, MM_CFG_BOUND);
-            if (epi.out_bf16) {   // the last launch (the FP32-operand kernels) wrote the copy
+            if (out16) {   // the last launch (the FP32-operand kernels) wrote the copy
                 cudaCheck(cudaMemcpy(hC16, dC16, (size_t)M * N * 2, cudaMemcpyDeviceToHost));
                 int bad = 0;
                 for (int i = 0; i < M * N; i++) bad += hC16[i] != mf_bf16_bits(hC2[i]);

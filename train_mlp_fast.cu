@@ -246,7 +246,7 @@ static void model_free(Model *m) {
 // (the initial draw, a checkpoint, a broadcast, a test)
 static void model_sync_copies(Model *m, cudaStream_t stream) {
     if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
-    if (m->params_bf16) bf16_copy(m->params_bf16, m->params, m->num_params, stream);
+    if (m->params_bf16) matmul_fast_bf16_copy(m->params_bf16, m->params, m->num_params, stream);
 }
 
 // nn.Linear's init, W and b uniform in [-1/sqrt(IN), 1/sqrt(IN)], drawn on the device by cuRAND's
@@ -297,10 +297,11 @@ static int model_mm_prec(const Model *m) {
 // (params_bf16: model_bf16_fits), the hidden layers' products read those instead of the FP32 tensors,
 // the same values, at half the bytes, on the BF16-operand kernel (kernels/fast/mma_bf16.cuh): the
 // batch is copied rounded before the first layer, each hidden output and each hidden gradient is
-// stored a second time, rounded, by the kernel that stores it (the forward and dinp epilogues, the
-// head), and the weights by the optimizer (model_bf16).
+// stored a second time, rounded, by the kernel that stores it (the BF16-operand kernel's epilogue, the
+// head; after an FP32-operand product, a copy kernel), and the weights by the optimizer (model_bf16).
 static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stream) {
-    if (m->acts_bf16[0] && layers > 0) bf16_copy(m->acts_bf16[0], m->acts[0], (size_t)bs * m->sizes[0], stream);
+    if (m->acts_bf16[0] && layers > 0)
+        matmul_fast_bf16_copy(m->acts_bf16[0], m->acts[0], (size_t)bs * m->sizes[0], stream);
     for (int l = 0; l < layers; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *b = m->params + m->b_off[l];
@@ -399,8 +400,8 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
             sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
                             weight_decay, 1, m->side, w_bf16);
-        } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS) {
-            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32, w_bf16};
+        } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS && w_bf16 == NULL) {   // (the SGD kernel writes the copy)
+            MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, &sgd,
                                          stream, dw16);
         } else {

@@ -8,8 +8,6 @@ no second trip through memory:
     MF_EPI_DINP     dinp = sum * act'(y), y the layer's input activation (kernels/activation.cuh)
     MF_EPI_SGD      dW = sum is stored, and W and its momentum take their SGD step (kernels/sgd.cuh)
     MF_EPI_RAW      the sum as it is
-and with epi.out_bf16 each stored output is stored again, rounded to BF16 (-x 2's copies of the
-operands of the next products: kernels/fast/mma_bf16.cuh), wherever the FP32 value is stored.
 The math is the simple tier's own device functions (kernels/activation.cuh, kernels/sgd.cuh), so both tiers
 compute the same floats.
 
@@ -63,22 +61,8 @@ __device__ __forceinline__ float mf_epi_apply(float v, MfEpiIn in, int m, int n,
         epi.sgd.param[i] = in.a;
         epi.sgd.mbuf[i] = in.b;
         if (epi.sgd.param_tf32 != NULL) epi.sgd.param_tf32[i] = round_tf32(in.a);
-        if (epi.sgd.param_bf16 != NULL) reinterpret_cast<unsigned short*>(epi.sgd.param_bf16)[i] = mf_bf16_bits(in.a);
     }
     return v;
-}
-
-// The BF16 copy of an output (epi.out_bf16: MatmulFastEpi), written where the FP32 value is: one
-// value, a pair (index even: 4-byte aligned), or four (index a multiple of 4: 8-byte aligned).
-__device__ __forceinline__ void mf_store_bf16(const MatmulFastEpi& epi, size_t i, float v) {
-    reinterpret_cast<unsigned short*>(epi.out_bf16)[i] = mf_bf16_bits(v);
-}
-__device__ __forceinline__ void mf_store_bf16x2(const MatmulFastEpi& epi, size_t i, float v0, float v1) {
-    *reinterpret_cast<unsigned*>(epi.out_bf16 + i) = mf_bf16x2_bits(v0, v1);
-}
-__device__ __forceinline__ void mf_store_bf16x4(const MatmulFastEpi& epi, size_t i, float v0, float v1, float v2,
-                                                float v3) {
-    *reinterpret_cast<uint2*>(epi.out_bf16 + i) = make_uint2(mf_bf16x2_bits(v0, v1), mf_bf16x2_bits(v2, v3));
 }
 
 // whether the epilogue leaves the sums as they are (the weight gradient; a product without bias,
@@ -106,43 +90,38 @@ __device__ __forceinline__ void mf_store_pair(float* Cz, float v0, float v1, int
                 v1 = mf_epilogue(v1, m, n + 1, N, epi);
             }
             *reinterpret_cast<float2*>(&Cz[(size_t)m * N + n]) = make_float2(v0, v1);
-            if (epi.out_bf16 != NULL) mf_store_bf16x2(epi, (size_t)m * N + n, v0, v1);
         }
     } else {
         // only in range: past column N - 1 the index m * N + n is the next row's (the SGD epilogue would
         // step a weight of the next row)
         const bool id = mf_epi_identity(epi);
-        if (n < N) {
-            v0 = id ? v0 : mf_epilogue(v0, m, n, N, epi);
-            Cz[(size_t)m * N + n] = v0;
-            if (epi.out_bf16 != NULL) mf_store_bf16(epi, (size_t)m * N + n, v0);
-        }
-        if (n + 1 < N) {
-            v1 = id ? v1 : mf_epilogue(v1, m, n + 1, N, epi);
-            Cz[(size_t)m * N + n + 1] = v1;
-            if (epi.out_bf16 != NULL) mf_store_bf16(epi, (size_t)m * N + n + 1, v1);
-        }
+        if (n < N)     Cz[(size_t)m * N + n]     = id ? v0 : mf_epilogue(v0, m, n, N, epi);
+        if (n + 1 < N) Cz[(size_t)m * N + n + 1] = id ? v1 : mf_epilogue(v1, m, n + 1, N, epi);
     }
 }
 
 // Outputs (m, n .. n + 3), their sums v and the epilogue's loads in (mf_epi_load), through the epilogue
-// into C (and epi.out_bf16), those in range: one 16-byte store when vec (N % 4 == 0, C 16-byte aligned:
-// the four are in range together), else one at a time. For the epilogues that take a float4 of a row
-// at a time from a tile in shared memory (the cluster reduction, the wgmma BF16 kernel).
+// into C, those in range: one 16-byte store when vec (N % 4 == 0, C 16-byte aligned: the four are in
+// range together), else one at a time. out_bf16: NULL, or (M, N) where each output is stored again,
+// rounded to BF16 (-x 2's copies of the next products' operands: kernels/fast/wgmma_bf16.cuh). For an
+// epilogue that takes a float4 of a row at a time from a tile in shared memory, as the wgmma BF16
+// kernel's does (the cluster reduction below does the same with its own copy of these lines).
 __device__ __forceinline__ void mf_epi_store4(float* C, float4 v, const MfEpiIn (&in)[4], int m, int n, int N, bool vec,
-                                              const MatmulFastEpi& epi) {
+                                              const MatmulFastEpi& epi, unsigned short* out_bf16) {
     float o[4] = {v.x, v.y, v.z, v.w};
     #pragma unroll   // only in range: past column N - 1 the index m * N + n is the next row's
     for (int j = 0; j < 4; j++) if (n + j < N) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
+    const size_t i = (size_t)m * N + n;
     if (vec && n < N) {
-        *reinterpret_cast<float4*>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
-        if (epi.out_bf16 != NULL) mf_store_bf16x4(epi, (size_t)m * N + n, o[0], o[1], o[2], o[3]);
+        *reinterpret_cast<float4*>(&C[i]) = make_float4(o[0], o[1], o[2], o[3]);
+        if (out_bf16 != nullptr)   // (i a multiple of 4: 8-byte aligned)
+            *reinterpret_cast<uint2*>(out_bf16 + i) = make_uint2(mf_bf16x2_bits(o[0], o[1]), mf_bf16x2_bits(o[2], o[3]));
     } else {
         #pragma unroll
         for (int j = 0; j < 4; j++)
             if (n + j < N) {
-                C[(size_t)m * N + n + j] = o[j];
-                if (epi.out_bf16 != NULL) mf_store_bf16(epi, (size_t)m * N + n + j, o[j]);
+                C[i + j] = o[j];
+                if (out_bf16 != nullptr) out_bf16[i + j] = mf_bf16_bits(o[j]);
             }
     }
 }
@@ -187,7 +166,15 @@ __device__ __forceinline__ void mf_cluster_reduce(float* C, float* red, int m0, 
         for (int z = 0; z < 8; z++)
             if (z < S) { v.x += p[z].x; v.y += p[z].y; v.z += p[z].z; v.w += p[z].w; }
         if (m >= M) continue;
-        mf_epi_store4(C, v, in, m, n, N, vec, epi);
+        float o[4] = {v.x, v.y, v.z, v.w};
+        #pragma unroll   // only in range: past column N - 1 the index m * N + n is the next row's
+        for (int j = 0; j < 4; j++) if (n + j < N) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
+        if (vec && n < N) {   // N % 4 == 0 and C 16-byte aligned: the four are in range together
+            *reinterpret_cast<float4*>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
+        } else {
+            #pragma unroll
+            for (int j = 0; j < 4; j++) if (n + j < N) C[(size_t)m * N + n + j] = o[j];
+        }
     }
     cluster.sync();   // no block leaves while another still reads its shared memory
 #endif
@@ -215,13 +202,10 @@ __global__ void matmul_fast_splitk_reduce_kernel(float* __restrict__ C, const fl
         s.z = mf_epilogue(s.z, m, n + 2, N, epi);
         s.w = mf_epilogue(s.w, m, n + 3, N, epi);
         *reinterpret_cast<float4*>(&C[i]) = s;
-        if (epi.out_bf16 != NULL) mf_store_bf16x4(epi, i, s.x, s.y, s.z, s.w);
     } else {
         float s = part[i];
         for (int z = 1; z < splits; z++) s += part[z * MN + i];
-        s = mf_epilogue(s, m, n, N, epi);
-        C[i] = s;
-        if (epi.out_bf16 != NULL) mf_store_bf16(epi, i, s);
+        C[i] = mf_epilogue(s, m, n, N, epi);
     }
 }
 

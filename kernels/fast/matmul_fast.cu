@@ -77,23 +77,30 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
 // ----------------------------------------------------------------------------
 // the launchers the trainer calls
 
-// the product on the BF16 copies of its operands (kernels/fast/mma_bf16.cuh) where they are given and
-// the BF16-operand planner takes the shape; false: the caller runs the FP32-operand kernels
+// the product on the BF16 copies of its operands (kernels/fast/wgmma_bf16.cuh, mma_bf16.cuh) where they
+// are given and the BF16-operand planner takes the shape; false: the caller runs the FP32-operand
+// kernels, and then mf_copy_out
 static bool mf_run_bf16(MfProduct prod, float *C, int M, int N, int K, const MatmulFastEpi *epi, int tf32,
                         const MatmulFastBf16 *bf16, int pdl, cudaStream_t stream) {
     if (bf16 == NULL || bf16->a == NULL || bf16->b == NULL || tf32 != MF_BF16) return false;
     const int cfg = matmul_fast_bf16_plan(prod, M, N, K);
     if (cfg < 0) return false;
-    matmul_fast_bf16_run(prod, cfg, C, bf16->a, bf16->b, M, N, K, epi, pdl, stream);
+    matmul_fast_bf16_run(prod, cfg, C, bf16->a, bf16->b, M, N, K, epi, bf16->out, pdl, stream);
     return true;
+}
+
+// after an FP32-operand product: its output's BF16 copy, if one is asked for (MatmulFastBf16's out)
+static void mf_copy_out(const float *C, size_t n, const MatmulFastBf16 *bf16, cudaStream_t stream) {
+    if (bf16 != NULL && bf16->out != NULL) matmul_fast_bf16_copy(bf16->out, C, n, stream);
 }
 
 void matmul_forward_fast(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
                          int OUT, int act, int tf32, int round_out, cudaStream_t stream, const MatmulFastBf16 *bf16) {
-    const MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out, bf16 ? bf16->out : NULL};
+    const MatmulFastEpi epi = {MF_EPI_FORWARD, act, bias, NULL, {}, round_out};
     if (mf_run_bf16(MF_FWD, out, B, OUT, IN, &epi, tf32, bf16, 1, stream)) return;
     const MatmulFastPlan p = matmul_fast_plan(MF_FWD, B, OUT, IN, tf32, 0);
     matmul_fast_run(MF_FWD, &p, out, inp, weight, B, OUT, IN, &epi, NULL, tf32, 1, stream);
+    mf_copy_out(out, (size_t)B * OUT, bf16, stream);
 }
 
 void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weight, const float *inp_act, int act,
@@ -103,10 +110,11 @@ void matmul_backward_dinp_fast(float *dinp, const float *dout, const float *weig
                 ACT_NAMES[act]);
         exit(EXIT_FAILURE);
     }
-    const MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}, 0, bf16 ? bf16->out : NULL};
+    const MatmulFastEpi epi = {MF_EPI_DINP, act, NULL, inp_act, {}, 0};
     if (mf_run_bf16(MF_DINP, dinp, B, IN, OUT, &epi, tf32, bf16, 0, stream)) return;
     const MatmulFastPlan p = matmul_fast_plan(MF_DINP, B, IN, OUT, tf32, 0);
     matmul_fast_run(MF_DINP, &p, dinp, dout, weight, B, IN, OUT, &epi, NULL, tf32, 0, stream);
+    mf_copy_out(dinp, (size_t)B * IN, bf16, stream);
 }
 
 size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
@@ -125,7 +133,7 @@ size_t matmul_fast_scratch_floats(int B, int IN, int OUT) {
 void matmul_backward_dweight_fast(float *dweight, const float *dout, const float *inp, int B, int IN, int OUT,
                                   float *scratch, int tf32, const MatmulFastSgd *sgd, cudaStream_t stream,
                                   const MatmulFastBf16 *bf16) {
-    MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0, NULL};
+    MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0};
     if (sgd) {
         epi.kind = MF_EPI_SGD;
         epi.sgd = *sgd;

@@ -63,15 +63,16 @@ typedef struct {
     float *mbuf;        // (OUT, IN) their momentum buffer
     float lr, mu, wd;   // learning rate, momentum, weight decay
     float *param_tf32;  // NULL, or (OUT, IN): the updated weights rounded to TF32 are stored here too
-    __nv_bfloat16 *param_bf16;  // NULL, or (OUT, IN): and rounded to BF16 (mf_pack_bf16's rounding)
 } MatmulFastSgd;
 
 // -x 2's BF16 copies of a product's operands and output (kernels/fast/mma_bf16.cuh). Given a and b,
 // the product runs on them with the BF16-operand kernel where its shape allows that and fills the GPU
 // (matmul_fast_bf16_plan), else on the FP32 operands as MF_BF16 says (the same products); either way
-// out, when not NULL, receives the output rounded to BF16 beside the FP32 one (for MF_EPI_FORWARD and
-// MF_EPI_DINP: the next product's operand). Rounding everywhere: to nearest, ties away from zero, as
-// mf_pack_bf16 and round_bf16 round.
+// out, when not NULL, receives the output rounded to BF16 beside the FP32 one (the next product's
+// operand): the wgmma kernel stores it with the FP32 value, the others take a copy kernel after the
+// product (their epilogues stay as they were: a pointer more in MatmulFastEpi had made them slower,
+// dev/NOTES.md). Rounding everywhere: to nearest, ties away from zero, as mf_pack_bf16 and round_bf16
+// round.
 typedef struct {
     const __nv_bfloat16 *a, *b;   // A and B as BF16, laid out as the FP32 operands; both, or neither
     __nv_bfloat16 *out;           // NULL, or (M, N): the output again, as BF16
@@ -119,7 +120,6 @@ typedef struct {
     const float *aux;    // (M, N) the activation output for MF_EPI_DINP, may be NULL when act is ACT_NONE
     MatmulFastSgd sgd;   // for MF_EPI_SGD
     int round_out;       // MF_EPI_FORWARD: store the output rounded to TF32
-    __nv_bfloat16 *out_bf16;   // NULL, or (M, N): each output stored again, rounded to BF16 (MatmulFastBf16)
 } MatmulFastEpi;
 
 // cfg: a tile configuration's id (planner.cuh). splits > 1: K is cut in `splits` slices of kchunk;
@@ -176,11 +176,16 @@ int matmul_fast_bf16_fits(MfProduct prod, int M, int N, int K);
 // kernels are faster.
 int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K);
 void matmul_fast_bf16_set_min_fill(float min_fill);
+// dst[i] = src[i] rounded to BF16 (round_bf16), i < n: the copies of what no kernel writes with a copy
+// (the weights after a load, the batch)
+void matmul_fast_bf16_copy(__nv_bfloat16 *dst, const float *src, size_t n, cudaStream_t stream);
 // its configurations: count, and each one's tile (bm, bn, bk, warp tile tm x tn, st), name and id
 const MatmulFastCfg *matmul_fast_bf16_configs(int *count);
 // C(M, N) = epi(A . B) with configuration cfg, A and B BF16 as product prod lays them out (their
-// shape must fit: matmul_fast_bf16_fits); epi->out_bf16 as in MatmulFastEpi. pdl as matmul_fast_run.
+// shape must fit: matmul_fast_bf16_fits); out_bf16: NULL, or (M, N) where C is stored again as BF16
+// (MatmulFastBf16's out). pdl as matmul_fast_run.
 void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16 *A, const __nv_bfloat16 *B, int M,
-                          int N, int K, const MatmulFastEpi *epi, int pdl, cudaStream_t stream);
+                          int N, int K, const MatmulFastEpi *epi, __nv_bfloat16 *out_bf16, int pdl,
+                          cudaStream_t stream);
 
 #endif  // MLP_FAST_MATMUL_FAST_H

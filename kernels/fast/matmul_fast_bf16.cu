@@ -38,6 +38,19 @@ static const MatmulFastCfg mf_bf16ops_cfgs[] = {MF_BF16OPS_CONFIGS(MF_ROW_BF16OP
 #endif
 static float mf_bf16_min_fill = MF_BF16_MIN_FILL;
 
+static __global__ void mf_bf16_copy_kernel(unsigned short *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = mf_bf16_bits(src[i]);
+}
+
+void matmul_fast_bf16_copy(__nv_bfloat16 *dst, const float *src, size_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    const size_t blocks = (n + 255) / 256;
+    mf_bf16_copy_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(reinterpret_cast<unsigned short *>(dst),
+                                                                                 src, n);
+    cudaCheck(cudaGetLastError());
+}
+
 void matmul_fast_bf16_set_min_fill(float min_fill) { mf_bf16_min_fill = min_fill; }
 
 const MatmulFastCfg *matmul_fast_bf16_configs(int *count) {
@@ -77,10 +90,10 @@ int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K) {
     return best;
 }
 
-template <auto KERNEL>
-static void mf_bf16_launch(dim3 grid, int threads, int smem, int pdl, cudaStream_t stream, float *C,
-                           const __nv_bfloat16 *A, const __nv_bfloat16 *B, int M, int N, int K, int vec,
-                           const MatmulFastEpi &epi) {
+// the launch of one kernel; ARGS after the grid: the kernel's own (the wgmma kernel's end with its
+// out_bf16, which the mma.sync kernel does not take)
+template <auto KERNEL, typename... Args>
+static void mf_bf16_launch(dim3 grid, int threads, int smem, int pdl, cudaStream_t stream, Args... args) {
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr[1];
     lc.gridDim = grid;
@@ -98,25 +111,27 @@ static void mf_bf16_launch(dim3 grid, int threads, int smem, int pdl, cudaStream
         cudaCheck(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         allowed = true;
     }
-    cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, C, A, B, M, N, K, vec, epi));
+    cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, args...));
 }
 
+// true: out_bf16 was written by the kernel (wgmma); false: the caller copies it
 template <bool A_KC, bool B_KC>
 static bool mf_bf16_launch_layout(int cfg, dim3 grid, int pdl, cudaStream_t stream, float *C, const __nv_bfloat16 *A,
-                                  const __nv_bfloat16 *B, int M, int N, int K, int vec, const MatmulFastEpi &epi) {
+                                  const __nv_bfloat16 *B, int M, int N, int K, int vec, const MatmulFastEpi &epi,
+                                  __nv_bfloat16 *out_bf16) {
     switch (cfg) {
 #define MF_CASE(ID, BM, BN, BK, WM, WN, ST, EFF, OCC)                                                           \
     case ID:                                                                                                    \
         mf_bf16_launch<matmul_bf16_kernel<BM, BN, BK, WM, WN, ST, A_KC, B_KC>>(                                 \
             grid, (BM / WM) * (BN / WN) * 32, mf_b16_smem_bytes(BM, BN, BK, ST, A_KC, B_KC), pdl, stream, C, A, \
             B, M, N, K, vec, epi);                                                                              \
-        return true;
+        return false;
         MF_BF16OPS_CONFIGS(MF_CASE)
 #undef MF_CASE
 #define MF_CASE(ID, WGS, BN, ST, EFF, OCC)                                                                      \
     case ID:                                                                                                    \
         mf_bf16_launch<matmul_bf16_wgmma_kernel<WGS, BN, ST, A_KC, B_KC>>(                                      \
-            grid, 128 * WGS, mf_wgb16_smem_bytes(WGS, BN, ST), pdl, stream, C, A, B, M, N, K, vec, epi);         \
+            grid, 128 * WGS, mf_wgb16_smem_bytes(WGS, BN, ST), pdl, stream, C, A, B, M, N, K, vec, epi, out_bf16); \
         return true;
         MF_BF16WG_CONFIGS(MF_CASE)
 #undef MF_CASE
@@ -125,14 +140,15 @@ static bool mf_bf16_launch_layout(int cfg, dim3 grid, int pdl, cudaStream_t stre
 }
 
 void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16 *A, const __nv_bfloat16 *B, int M,
-                          int N, int K, const MatmulFastEpi *epi, int pdl, cudaStream_t stream) {
+                          int N, int K, const MatmulFastEpi *epi, __nv_bfloat16 *out_bf16, int pdl,
+                          cudaStream_t stream) {
     if (M <= 0 || N <= 0) return;
     static const char *const names[] = {"forward", "dinp", "dweight"};
     const MatmulFastCfg *c = NULL;
     for (int i = 0; i < MF_NUM_BF16OPS_CFGS; i++)
         if (mf_bf16ops_cfgs[i].id == cfg) c = &mf_bf16ops_cfgs[i];
     if (c == NULL || !matmul_fast_bf16_fits(prod, M, N, K) || ((uintptr_t)A & 15) || ((uintptr_t)B & 15) ||
-        (epi->out_bf16 && ((uintptr_t)epi->out_bf16 & 3))) {
+        ((uintptr_t)out_bf16 & 7)) {
         fprintf(stderr, "error: matmul_fast_bf16_run: the %s product of %d x %d x %d with configuration %d: %s\n",
                 names[prod], M, N, K, cfg, c == NULL ? "no such configuration" :
                 "the operands' widths must be multiples of 8 and the pointers 16-byte aligned");
@@ -140,8 +156,13 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
     }
     const int vec = N % 4 == 0 && ((uintptr_t)C & 15) == 0;
     const dim3 grid(mf_ceil_div(N, c->bn), mf_ceil_div(M, c->bm));
-    if (prod == MF_FWD) mf_bf16_launch_layout<true, true>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi);
-    else if (prod == MF_DINP) mf_bf16_launch_layout<true, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi);
-    else mf_bf16_launch_layout<false, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi);
+    bool copied;
+    if (prod == MF_FWD)
+        copied = mf_bf16_launch_layout<true, true>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
+    else if (prod == MF_DINP)
+        copied = mf_bf16_launch_layout<true, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
+    else
+        copied = mf_bf16_launch_layout<false, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
     cudaCheck(cudaGetLastError());
+    if (!copied && out_bf16 != NULL) matmul_fast_bf16_copy(out_bf16, C, (size_t)M * N, stream);   // (mma.sync)
 }

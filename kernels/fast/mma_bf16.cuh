@@ -5,7 +5,8 @@ What: C (M, N) = epilogue(A . B) on mma.sync.m16n8k16 (BF16 operands, FP32 sums)
 arrays of BF16 values in memory, laid out as the FP32 operands of kernels/fast/matmul_fast.h (A_KC /
 B_KC: k-contiguous or not). The trainer keeps such copies next to the FP32 tensors with -x 2
 (train_mlp_fast.cu, model_forward_layers): each is written once, where its FP32 value is written (the
-forward and dinp epilogues, the head, the SGD step), rounded as mf_pack_bf16 rounds.
+BF16-operand kernels' epilogues, the head, the SGD step; a copy kernel elsewhere), rounded as
+mf_pack_bf16 rounds. This kernel leaves its output's copy to its launcher (a copy kernel after it).
 Why: the mma.sync kernel of kernels/fast/mma_tf32.cuh reads FP32 operands, and rounds and packs every
 element as it enters a fragment register, once per warp that reads it; a d-contiguous tile is read
 element by element. On the big model's products it ran at about a sixth of the tensor cores' BF16

@@ -299,6 +299,9 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
     extern __shared__ __align__(16) float smem[];   // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats
 
     pdl_wait();   // as in the FP32 kernel
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
+    const int g = lane / 4, q = lane % 4;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int kbeg = blockIdx.z * kchunk;
     const int kend = min(K, kbeg + kchunk);
@@ -311,7 +314,21 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
         return;
     }
 
-    mf_mma_store<BM, BN, WM, WN>(C + (size_t)blockIdx.z * M * N, acc, m0, n0, M, N, vec != 0, epi);
+    // (the same stores as mf_mma_store, which the BF16-operand kernel calls, written out as they were
+    // before it: see dev/NOTES.md, "BF16 on BF16 copies of the operands")
+    float* Cz = C + (size_t)blockIdx.z * M * N;
+    #pragma unroll
+    for (int i = 0; i < MI; i++) {
+        #pragma unroll
+        for (int h = 0; h < 2; h++) {   // h = 0: row g (c0, c1), h = 1: row g + 8 (c2, c3)
+            const int m = m0 + wm + i * 16 + g + h * 8;
+            if (m < M) {
+                #pragma unroll
+                for (int j = 0; j < NI; j++)
+                    mf_store_pair(Cz, acc[i][j][2 * h], acc[i][j][2 * h + 1], m, n0 + wn + j * 8 + 2 * q, N, vec != 0, epi);
+            }
+        }
+    }
 }
 
 #endif  // MLP_FAST_MMA_TF32_CUH

@@ -61,11 +61,6 @@ __global__ void round_tf32_copy_kernel(float *dst, const float *src, size_t n) {
         dst[i] = round_tf32(src[i]);
 }
 
-__global__ void bf16_copy_kernel(unsigned short *dst, const float *src, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = mf_bf16_bits(src[i]);
-}
-
 // vec4: the float4 kernel, when all the pointers are 16-byte aligned (a layer's slice of the flat
 // buffers may start anywhere); otherwise one float per thread. rounded: NULL, or n floats that
 // receive the updated params rounded to TF32; bf16: NULL, or n BF16 values that receive them rounded
@@ -90,15 +85,6 @@ static inline void round_tf32_copy(float *dst, const float *src, size_t n, cudaS
     if (n == 0) return;
     size_t blocks = CEIL_DIV(n, (size_t)256);
     round_tf32_copy_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(dst, src, n);
-    cudaCheck(cudaGetLastError());
-}
-
-// dst[i] = src[i] rounded to BF16 for i < n (mf_bf16_bits: -x 2's copies of the weights and the batch)
-static inline void bf16_copy(__nv_bfloat16 *dst, const float *src, size_t n, cudaStream_t stream) {
-    if (n == 0) return;
-    size_t blocks = CEIL_DIV(n, (size_t)256);
-    bf16_copy_kernel<<<(int)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(reinterpret_cast<unsigned short *>(dst),
-                                                                              src, n);
     cudaCheck(cudaGetLastError());
 }
 

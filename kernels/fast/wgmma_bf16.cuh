@@ -129,11 +129,12 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const __nv_bfloat16* 
 }
 
 // C (M, N) = epi(A . B) for the (64 WGS) x BN tile of this block, the whole of K; A_KC / B_KC as in
-// matmul_bf16_kernel.
+// matmul_bf16_kernel. out_bf16: NULL, or (M, N) where C is stored again, rounded to BF16.
 template <int WGS, int BN, int ST, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__(128 * WGS)
 matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict__ A,
-                         const __nv_bfloat16* __restrict__ B, int M, int N, int K, int vec, MatmulFastEpi epi) {
+                         const __nv_bfloat16* __restrict__ B, int M, int N, int K, int vec, MatmulFastEpi epi,
+                         __nv_bfloat16* __restrict__ out_bf16) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     constexpr int BM = 64 * WGS, BK = 64, NT = 128 * WGS;
     constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;   // multiples of 1024
@@ -189,7 +190,7 @@ matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict_
 
     // The epilogue from shared memory: the tile goes there first (rows of BN + 8 floats: a warp's
     // float2 stores then conflict at most two ways), then each thread takes a float4 of a row at a
-    // time through the epilogue, and stores it (and its BF16 copy) whole: 16-byte stores of
+    // time through the epilogue, and stores it (and its BF16 copy, out_bf16) whole: 16-byte stores of
     // consecutive columns, where the accumulators' own layout gives 8-byte ones 32 bytes apart. And
     // no call per output (mf_store_pair's mf_epilogue): with a call in the kernel the compiler
     // serialised the wgmmas of the 256-column tile (ptxas warning C7514).
@@ -209,7 +210,8 @@ matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict_
         MfEpiIn in[4];   // the epilogue's loads of the four first, then the arithmetic
         #pragma unroll
         for (int j = 0; j < 4; j++) in[j] = n + j < N ? mf_epi_load(m, n + j, N, epi) : MfEpiIn{0.0f, 0.0f};
-        mf_epi_store4(C, *reinterpret_cast<const float4*>(&red[r * LD + cc]), in, m, n, N, vec != 0, epi);
+        mf_epi_store4(C, *reinterpret_cast<const float4*>(&red[r * LD + cc]), in, m, n, N, vec != 0, epi,
+                      reinterpret_cast<unsigned short*>(out_bf16));
     }
 #endif
 }
