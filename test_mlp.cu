@@ -1030,6 +1030,8 @@ static void test_matmul_bf16_ops(void) {
     }
     printf("  %d products run (%d configurations x 3 products x 2 shapes), worst rel norm %.2e; BF16 copies that "
            "differed: %d\n", runs, ncfg, worst, copies_bad);
+    check(ncfg >= 2 && runs == ncfg * 6, "every BF16-operand configuration ran on every product and shape (%d of %d x 6)",
+          runs, ncfg);
     free(hA), free(hB), free(hC), free(hC2), free(refc), free(aux), free(bias), free(hA16), free(hB16), free(hC16);
     float *dev[] = {dA, dB, dC, dC2, daux, dbias};
     for (float *p : dev) cudaCheck(cudaFree(p));

@@ -295,7 +295,7 @@ static int model_mm_prec(const Model *m) {
 // same sign; sigmoid' and tanh' see the value the tensor cores saw), and the FP32 weights.
 // With BF16 (-x 2) the products' operands are rounded to BF16. Where the model has BF16 copies
 // (params_bf16: model_bf16_fits), the hidden layers' products read those instead of the FP32 tensors,
-// the same values, at half the bytes, on the BF16-operand kernel (kernels/fast/mma_bf16.cuh): the
+// the same values, at half the bytes, on the BF16-operand kernels (kernels/fast/wgmma_bf16.cuh): the
 // batch is copied rounded before the first layer, each hidden output and each hidden gradient is
 // stored a second time, rounded, by the kernel that stores it (the BF16-operand kernel's epilogue, the
 // head; after an FP32-operand product, a copy kernel), and the weights by the optimizer (model_bf16).
