@@ -909,6 +909,81 @@ static void test_matmul_configs(void) {
     cudaCheck(cudaFree(scratch));
 }
 
+// The planner's large products (kernels/fast/planner.cuh mf_large): products larger than its tuned
+// table's take the big model's large tiles, which the configurations above run on small shapes only.
+// For each product and precision with such a tile in this build: on a shape past the table, with
+// tiles of up to 128 x 256 enough for half a wave (1024 x N x 512, N = 256 per 16 SMs: 2304 on 132
+// SMs), the plan must be that tile, K unsplit; below half a wave (128 x 128 x 512) or with K shorter
+// than MF_LARGE_MIN_K (1024 x N x 64) it must not be (the cost model never picks these tiles: their
+// EFF is 0); and the large shape run through the plan must match the CPU on 512 outputs drawn at
+// random (rel norm over them, MM_CFG_BOUND as above: the same kernels, K = 512; the TF32 kernels sit
+// closest to the bound, their tensor cores' FP32 sums being a little coarser than the others').
+static void test_matmul_large(void) {
+    section("the planner's large products: the big model's tiles, and their products against the CPU");
+    static const char *const prods[] = {"forward", "dinp", "dweight"};
+    static const char *const precs[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
+    int dev, sms;
+    cudaCheck(cudaGetDevice(&dev));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int M = 1024, N = 256 * CEIL_DIV(sms, 16), K = 512, S = 512;
+    float *hA = (float *)mallocCheck((size_t)M * K * sizeof(float)), *hB = (float *)mallocCheck((size_t)N * K * sizeof(float));
+    float *hC = (float *)mallocCheck((size_t)M * N * sizeof(float));
+    float *dA = (float *)cudaMallocCheck((size_t)M * K * sizeof(float), "A");
+    float *dB = (float *)cudaMallocCheck((size_t)N * K * sizeof(float), "B");
+    float *dC = (float *)cudaMallocCheck((size_t)M * N * sizeof(float), "C");
+    Rng rng;
+    rng_seed(&rng, 37, 1);
+    int runs = 0;
+    for (int tf32 = 0; tf32 <= MF_BF16; tf32++) {
+        for (int prod = MF_FWD; prod <= MF_DWEIGHT; prod++) {
+            const int cfg = matmul_fast_large_cfg((MfProduct)prod, tf32);
+            if (cfg < 0) continue;
+            const MatmulFastPlan p = matmul_fast_plan((MfProduct)prod, M, N, K, tf32, 1);
+            check(p.cfg == cfg && p.splits == 1, "%-7s %-18s %dx%dx%d: the plan is configuration %d with %d K slice(s) "
+                  "(the large tile %d, unsplit)", prods[prod], precs[tf32], M, N, K, p.cfg, p.splits, cfg);
+            const MatmulFastPlan few = matmul_fast_plan((MfProduct)prod, 128, 128, K, tf32, 1);
+            const MatmulFastPlan shortk = matmul_fast_plan((MfProduct)prod, M, N, 64, tf32, 1);
+            check(few.cfg != cfg && shortk.cfg != cfg, "%-7s %-18s: 128x128x%d and %dx%dx64 are not planned on the "
+                  "large tile %d (plans %d and %d)", prods[prod], precs[tf32], K, M, N, cfg, few.cfg, shortk.cfg);
+            for (size_t i = 0; i < (size_t)M * K; i++) hA[i] = rng_uniform(&rng) * 2 - 1;
+            for (size_t i = 0; i < (size_t)N * K; i++) hB[i] = rng_uniform(&rng) * 2 - 1;
+            if (tf32 == MF_TF32_EXACT) {
+                for (size_t i = 0; i < (size_t)M * K; i++) hA[i] = round_tf32(hA[i]);
+                for (size_t i = 0; i < (size_t)N * K; i++) hB[i] = round_tf32(hB[i]);
+            }
+            cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(dB, hB, (size_t)N * K * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemset(dC, 0xFF, (size_t)M * N * sizeof(float)));   // NaN where nothing is written
+            const MatmulFastEpi epi = {MF_EPI_RAW, ACT_NONE, NULL, NULL, {}, 0};
+            matmul_fast_run((MfProduct)prod, &p, dC, dA, dB, M, N, K, &epi, NULL, tf32, 0, 0);
+            cudaCheck(cudaDeviceSynchronize());
+            download(hC, dC, (size_t)M * N);
+            double err2 = 0, ref2 = 0;   // over S outputs at random (m, n): forward A (M,K) B (N,K); dinp A (M,K)
+            for (int t = 0; t < S; t++) { // B (K,N); dweight A (K,M) B (K,N), as test_matmul_configs lays them out
+                const int m = (int)rng_below(&rng, M), n = (int)rng_below(&rng, N);
+                double sum = 0;
+                for (int k = 0; k < K; k++) {
+                    const float *a = prod == MF_DWEIGHT ? &hA[(size_t)k * M + m] : &hA[(size_t)m * K + k];
+                    const float *b = prod == MF_FWD ? &hB[(size_t)n * K + k] : &hB[(size_t)k * N + n];
+                    sum += (double)mm_operand(a, tf32) * mm_operand(b, tf32);
+                }
+                const double d = (double)hC[(size_t)m * N + n] - sum;
+                err2 += d * d;
+                ref2 += sum * sum;
+            }
+            const double e = sqrt(err2 / ref2);
+            runs++;
+            check(e <= MM_CFG_BOUND, "%-7s %-18s %dx%dx%d on configuration %d: rel norm %.2e over %d outputs (<= %.0e)",
+                  prods[prod], precs[tf32], M, N, K, p.cfg, e, S, MM_CFG_BOUND);
+        }
+    }
+    check(runs > 0, "the build has large-product tiles to test (%d)", runs);
+    free(hA), free(hB), free(hC);
+    cudaCheck(cudaFree(dA));
+    cudaCheck(cudaFree(dB));
+    cudaCheck(cudaFree(dC));
+}
+
 // The BF16-operand kernels (kernels/fast/wgmma_bf16.cuh and mma_bf16.cuh, -x 2's large products), each configuration and
 // product on two shapes: all widths multiples of 8, and the batch dimension odd (M for forward and
 // dinp, K for dweight: the tiles' edges). Operands are random BF16 values, and the reference their
@@ -1421,6 +1496,7 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu(FUSED, 1, deep_small, 3, ACT_TANH, 33, 17));
         CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep4, 4, ACT_SIGMOID, 100, 37));
         CASE(test_matmul_configs());
+        CASE(test_matmul_large());
         CASE(test_matmul_bf16_ops());
         CASE(test_determinism());
         return test_exit();
@@ -1470,6 +1546,7 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu_big(PREC_BF16));
 
     CASE(test_matmul_configs());
+    CASE(test_matmul_large());
     CASE(test_matmul_bf16_ops());
 
     section("evaluation: the GPU's test loss and accuracy against the CPU's");

@@ -381,7 +381,8 @@ def is_ok(r):
 
 def meta_of(rows):
     first = lambda k: next((r[k] for r in rows if r.get(k)), None)
-    return dict(gpu=first("gpu"), date=first("date"), torch=first("torch"), dataset=first("dataset"),
+    dates = sorted({r["date"] for r in rows if r.get("date")})   # several: a CSV merged from sweeps on different days
+    return dict(gpu=first("gpu"), date=", ".join(dates) or None, torch=first("torch"), dataset=first("dataset"),
                 epochs=first("epochs"), warmup=first("warmup"))
 
 

@@ -30,6 +30,11 @@ const MatmulFastCfg *matmul_fast_configs(int tf32, int *count) {
 
 int matmul_fast_has_clusters(void) { return mf_has_clusters(); }
 
+int matmul_fast_large_cfg(MfProduct prod, int tf32) {
+    const MatmulFastCfg *c = mf_large_cfg(prod, mf_tf32_here(prod, tf32));
+    return c ? c->id : -1;
+}
+
 // C(M, N) = epi(A . B) with plan p: the grid has a block per (BM x BN tile, K slice); the slices add
 // up in their cluster, or through scratch and the reduce kernel (epilogue.cuh), which then applies
 // the epilogue.

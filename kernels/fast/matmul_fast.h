@@ -164,6 +164,11 @@ const MatmulFastCfg *matmul_fast_configs(int tf32, int *count);
 // whether this build and GPU split K through thread-block clusters (else through scratch, dweight only)
 int matmul_fast_has_clusters(void);
 
+// the configuration the planner gives products larger than its tuned table's (half a wave of its tiles
+// or more, K of at least MF_LARGE_MIN_K: planner.cuh mf_large) for this product and precision, or -1:
+// none in this build (the cost model decides there)
+int matmul_fast_large_cfg(MfProduct prod, int tf32);
+
 // ----------------------------------------------------------------------------
 // The BF16-operand kernel (kernels/fast/mma_bf16.cuh), for the tests and dev/cuda.
 

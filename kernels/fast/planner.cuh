@@ -9,7 +9,8 @@ waves. The planner picks, per shape, the tile size and a K split so that the gri
     the cheapest; its per-configuration numbers were fitted to measured timings (dev/cuda's sweep and
     fit_plan.py), so they rank configurations, they do not simulate them;
   - the tuned table (mf_tuned) overrides it on the few shapes that dominate the wide model's step,
-    with the fastest configuration measured there, on a GPU with the SM count it was measured on.
+    with the fastest configuration measured there, on a GPU with the SM count it was measured on;
+  - products larger than those of the table take the big model's large tiles (mf_large).
 K splits run as thread-block clusters where the compiled code and the GPU have them (sm_90), else
 only where the caller gives scratch for the partial sums (the weight gradient).
 */
@@ -210,6 +211,42 @@ static const MatmulFastTuned *mf_tuned_pick(MfProduct prod, int M, int N, int K,
 }
 
 // ----------------------------------------------------------------------------
+// large products
+
+// The big model's measured picks (the tuned table's last rows: 128 x 256 and 128 x 128 tiles, the
+// 64 x 128 wgmma tile for the forward products on TF32 values) carried to products at least as large
+// as its own, which the table does not hold: wider layers, larger batches. The cost model, fitted to
+// the small tiles' timings, never picks these tiles, and on such shapes its picks ran at a fraction of
+// them (dev/NOTES.md). A product takes its precision's row here when its tiles make at least half a
+// wave over the SMs, one K slice each, and K is at least MF_LARGE_MIN_K (the shortest measured: the
+// batch of 256 in a weight gradient; the cost model keeps shorter ones).
+typedef struct { MfProduct prod; int tf32, cfg; } MatmulFastLarge;
+static const MatmulFastLarge mf_large[] = {
+    {MF_FWD, MF_TF32_EXACT, 13}, {MF_DINP, MF_TF32_ROUND, 19}, {MF_DWEIGHT, MF_TF32_ROUND, 19},
+    {MF_FWD, MF_BF16, 19},       {MF_DINP, MF_BF16, 19},       {MF_DWEIGHT, MF_BF16, 19},
+    {MF_FWD, 0, 20},             {MF_DINP, 0, 21},             {MF_DWEIGHT, 0, 21},
+};
+#define MF_LARGE_MIN_K 256
+
+// the large-product configuration of this product and precision, if it has one that can run here
+static const MatmulFastCfg *mf_large_cfg(MfProduct prod, int tf32) {
+    for (size_t i = 0; i < sizeof(mf_large) / sizeof(mf_large[0]); i++) {
+        if (mf_large[i].prod != prod || mf_large[i].tf32 != tf32) continue;
+        const MatmulFastCfg *c = mf_cfg(tf32, mf_large[i].cfg);
+        return c != NULL && mf_cfg_usable(c, prod, tf32) ? c : NULL;
+    }
+    return NULL;
+}
+
+// ... if this product is large enough for it (see above)
+static const MatmulFastCfg *mf_large_pick(MfProduct prod, int M, int N, int K, int tf32) {
+    const MatmulFastCfg *c = K >= MF_LARGE_MIN_K ? mf_large_cfg(prod, tf32) : NULL;
+    if (c == NULL) return NULL;
+    const long tiles = (long)mf_ceil_div(M, c->bm) * mf_ceil_div(N, c->bn);
+    return 2 * tiles >= mf_num_sms() ? c : NULL;
+}
+
+// ----------------------------------------------------------------------------
 // the plan
 
 // p.cfg with p.splits K slices as the launch carries them out: the slice length a whole number of
@@ -238,9 +275,13 @@ static MatmulFastPlan mf_plan(MfProduct prod, int M, int N, int K, int tf32, int
     const int can_split = cluster || have_scratch;
     MatmulFastPlan p = {-1, 1, K, 0};
     const MatmulFastTuned *tuned = cluster ? mf_tuned_pick(prod, M, N, K, tf32) : NULL;
+    const MatmulFastCfg *large = tuned ? NULL : mf_large_pick(prod, M, N, K, tf32);
     if (tuned) {   // a measured pick: no cost model
         p.cfg = tuned->cfg;
         p.splits = tuned->splits;
+    } else if (large) {   // a large product: the big model's tile, no K split
+        p.cfg = large->id;
+        p.splits = 1;
     } else {
         float best = 1e30f;
         for (int c = 0; c < ncfg; c++) {
