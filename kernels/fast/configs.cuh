@@ -52,8 +52,9 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
 // (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256;
 // 19: its pick for the big model's (batch 1024) backward products in TF32 and every product in BF16,
-// 7 for dinp 4096 -> 784. The BF16 kernels are the same tiles with mma.m16n8k16: the cost model's
-// numbers, fitted to TF32, rank them too)
+// and the planner's for such products of larger models (mf_large); 7 for dinp 4096 -> 784. The BF16
+// kernels are the same tiles with mma.m16n8k16: the cost model's numbers, fitted to TF32, rank them
+// too)
 #define MF_MMA_CONFIGS(X)                                                                              \
     X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
     X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
@@ -67,8 +68,9 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 
 // FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul_fast.h): the mma.sync kernel's
 // tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the tuned
-// table picks them, for the big and the wide model's products, where three TF32 products cost less
-// than one FP32 product on the CUDA cores (20, 21: the big model's; 21 also for dinp 1024 -> 784
+// table (and for 20 and 21 the planner's large products, mf_large) picks them, for the big and the
+// wide model's products, where three TF32 products cost less than one FP32 product on the CUDA
+// cores (20, 21: the big model's and larger ones'; 21 also for dinp 1024 -> 784
 // at batch 256; 22 and 28: the wide model's at batch 256; 24: the small model's at batch 64).
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
 #define MF_3XTF32_CONFIGS(X)                                                                     \
@@ -80,7 +82,7 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 
 // X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
 // (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256;
-// 13: the big model's, batch 1024)
+// 13: the big model's, batch 1024, and larger models' (mf_large))
 #define MF_WGMMA_CONFIGS(X)                                         \
     X(11, 1, 1, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT)) \
     X(13, 1, 2, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT))

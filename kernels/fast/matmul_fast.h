@@ -17,8 +17,9 @@ act is one of ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE (common/mlp.h); act' is 
 activation's OUTPUT y: sigmoid' = y(1-y), relu' = (y > 0), tanh' = 1 - y^2, none' = 1.
 
 Precision (the launchers' tf32 argument):
-    0              FP32: on the CUDA cores (FFMA), or for the big products the planner's tuned table
-                   names, on the tensor cores as 3xTF32 (MF_TF32X3 below), within FP32's tolerances.
+    0              FP32: on the CUDA cores (FFMA), or for the big products (those the planner's tuned
+                   table names, and larger ones: planner.cuh mf_large) on the tensor cores as 3xTF32
+                   (MF_TF32X3 below), within FP32's tolerances.
     MF_TF32_ROUND  TF32 tensor cores; the kernels round every operand to TF32 on the way in.
     MF_TF32_EXACT  TF32 tensor cores on operands that are TF32 values already (round_tf32 applied by
                    whoever wrote them), which the kernels then take as they are. Rounding a TF32 value
