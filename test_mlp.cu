@@ -826,6 +826,18 @@ static float mm_operand(const float *x, int prec) {
     return prec == MF_BF16 ? round_bf16(*x) : prec == MF_TF32_ROUND || prec == MF_TF32_EXACT ? round_tf32(*x) : *x;
 }
 
+// output (m, n) of product prod on the CPU, in double, A and B laid out as the product takes them:
+// forward A (M,K) B (N,K); dinp A (M,K) B (K,N); dweight A (K,M) B (K,N)
+static double mm_ref(int prod, const float *A, const float *B, int M, int N, int K, int m, int n, int prec) {
+    double sum = 0;
+    for (int k = 0; k < K; k++) {
+        const float *a = prod == MF_DWEIGHT ? &A[(size_t)k * M + m] : &A[(size_t)m * K + k];
+        const float *b = prod == MF_FWD ? &B[(size_t)n * K + k] : &B[(size_t)k * N + n];
+        sum += (double)mm_operand(a, prec) * mm_operand(b, prec);
+    }
+    return sum;
+}
+
 static void test_matmul_configs(void) {
     section("the fast matmul kernels: every tile configuration of this build against the CPU");
     static const char *const prods[] = {"forward", "dinp", "dweight"};
@@ -863,15 +875,7 @@ static void test_matmul_configs(void) {
                         for (int i = 0; i < N * K; i++) hB[i] = round_tf32(hB[i]);
                     }
                     for (int m = 0; m < M; m++)
-                        for (int n = 0; n < N; n++) {
-                            double sum = 0;
-                            for (int k = 0; k < K; k++) {
-                                const float *a = prod == MF_DWEIGHT ? &hA[(size_t)k * M + m] : &hA[(size_t)m * K + k];
-                                const float *b = prod == MF_FWD ? &hB[(size_t)n * K + k] : &hB[(size_t)k * N + n];
-                                sum += (double)mm_operand(a, tf32) * mm_operand(b, tf32);
-                            }
-                            refc[(size_t)m * N + n] = (float)sum;
-                        }
+                        for (int n = 0; n < N; n++) refc[(size_t)m * N + n] = (float)mm_ref(prod, hA, hB, M, N, K, m, n, tf32);
                     cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
                     cudaCheck(cudaMemcpy(dB, hB, (size_t)N * K * sizeof(float), cudaMemcpyHostToDevice));
                     for (int splits = 1; splits <= 2; splits++) {
@@ -958,15 +962,10 @@ static void test_matmul_large(void) {
             matmul_fast_run((MfProduct)prod, &p, dC, dA, dB, M, N, K, &epi, NULL, tf32, 0, 0);
             cudaCheck(cudaDeviceSynchronize());
             download(hC, dC, (size_t)M * N);
-            double err2 = 0, ref2 = 0;   // over S outputs at random (m, n): forward A (M,K) B (N,K); dinp A (M,K)
-            for (int t = 0; t < S; t++) { // B (K,N); dweight A (K,M) B (K,N), as test_matmul_configs lays them out
+            double err2 = 0, ref2 = 0;   // over S outputs at random (m, n)
+            for (int t = 0; t < S; t++) {
                 const int m = (int)rng_below(&rng, M), n = (int)rng_below(&rng, N);
-                double sum = 0;
-                for (int k = 0; k < K; k++) {
-                    const float *a = prod == MF_DWEIGHT ? &hA[(size_t)k * M + m] : &hA[(size_t)m * K + k];
-                    const float *b = prod == MF_FWD ? &hB[(size_t)n * K + k] : &hB[(size_t)k * N + n];
-                    sum += (double)mm_operand(a, tf32) * mm_operand(b, tf32);
-                }
+                const double sum = mm_ref(prod, hA, hB, M, N, K, m, n, tf32);
                 const double d = (double)hC[(size_t)m * N + n] - sum;
                 err2 += d * d;
                 ref2 += sum * sum;
@@ -1042,12 +1041,7 @@ static void test_matmul_bf16_ops(void) {
             const int epi_kind = prod == MF_FWD ? MF_EPI_FORWARD : prod == MF_DINP ? MF_EPI_DINP : MF_EPI_RAW;
             for (int m = 0; m < M; m++)
                 for (int n = 0; n < N; n++) {
-                    double sum = 0;
-                    for (int k = 0; k < K; k++) {
-                        const float a = prod == MF_DWEIGHT ? hA[(size_t)k * M + m] : hA[(size_t)m * K + k];
-                        const float b = prod == MF_FWD ? hB[(size_t)n * K + k] : hB[(size_t)k * N + n];
-                        sum += (double)a * b;
-                    }
+                    const double sum = mm_ref(prod, hA, hB, M, N, K, m, n, 0);   // (BF16 values already)
                     float v = (float)sum;
                     if (epi_kind == MF_EPI_FORWARD) v = v + bias[n] > 0 ? v + bias[n] : 0.0f;
                     if (epi_kind == MF_EPI_DINP) v = (float)(sum * (1.0 - (double)aux[(size_t)m * N + n] * aux[(size_t)m * N + n]));
