@@ -826,6 +826,10 @@ static float mm_operand(const float *x, int prec) {
     return prec == MF_BF16 ? round_bf16(*x) : prec == MF_TF32_ROUND || prec == MF_TF32_EXACT ? round_tf32(*x) : *x;
 }
 
+// the matmul tests' names of the products (MfProduct) and precisions (the launchers' tf32 argument)
+static const char *const prods[] = {"forward", "dinp", "dweight"};
+static const char *const precs[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
+
 // output (m, n) of product prod on the CPU, in double, A and B laid out as the product takes them:
 // forward A (M,K) B (N,K); dinp A (M,K) B (K,N); dweight A (K,M) B (K,N)
 static double mm_ref(int prod, const float *A, const float *B, int M, int N, int K, int m, int n, int prec) {
@@ -840,8 +844,6 @@ static double mm_ref(int prod, const float *A, const float *B, int M, int N, int
 
 static void test_matmul_configs(void) {
     section("the fast matmul kernels: every tile configuration of this build against the CPU");
-    static const char *const prods[] = {"forward", "dinp", "dweight"};
-    static const char *const precs[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
     const int shapes[2][3] = {{200, 136, 304}, {203, 130, 301}};   // M, N, K
     const int max_elems = 204 * 304;
     float *hA = (float *)mallocCheck(max_elems * sizeof(float)), *hB = (float *)mallocCheck(max_elems * sizeof(float));
@@ -924,8 +926,6 @@ static void test_matmul_configs(void) {
 // closest to the bound, their tensor cores' FP32 sums being a little coarser than the others').
 static void test_matmul_large(void) {
     section("the planner's large products: the big model's tiles, and their products against the CPU");
-    static const char *const prods[] = {"forward", "dinp", "dweight"};
-    static const char *const precs[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
     int dev, sms;
     cudaCheck(cudaGetDevice(&dev));
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -995,7 +995,6 @@ static void test_matmul_large(void) {
 // layer's gradient below a head of more than 32 classes is written so).
 static void test_matmul_bf16_ops(void) {
     section("the BF16-operand matmul kernel: each configuration against the CPU, and its copies");
-    static const char *const prods[] = {"forward", "dinp", "dweight"};
     int ncfg;
     const MatmulFastCfg *cfgs = matmul_fast_bf16_configs(&ncfg);
     const int max_elems = 208 * 304;
