@@ -523,12 +523,15 @@ static int gpu_vs_cpu_on(int trainer, int prec, const int *sizes, int L, int act
         if (lowp) emu_check_step(&trep, t, &got, w_before, sizes, L, act, bs, fast::model_head_fused(&g.f));
         gather_batch_cpu(c.acts[0], c.labels, h->images, h->labels, perm, t * B, bs, D);
         if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides; TF32:
-                       // rounded by cvt.rna on the GPU, by kernels/fast/tf32.cuh's integer twin here)
+                       // rounded by cvt.rna on the GPU, by kernels/fast/tf32.cuh's integer twin here;
+                       // the fast trainer's pixel bytes (FP32 on pixels): divided here)
+            const int pixels = g.trainer != READABLE && g.f.x_pixels;
             size_t differ = 0;
             for (size_t i = 0; i < (size_t)bs * D; i++)
-                differ += got.acts[0][i] != (tf32 ? round_tf32(c.acts[0][i]) : c.acts[0][i]);
+                differ += (pixels ? got.acts[0][i] / 255.0f : got.acts[0][i]) !=
+                          (tf32 ? round_tf32(c.acts[0][i]) : c.acts[0][i]);
             check(differ == 0, "the first batch on the GPU equals the CPU's bit for bit%s (%zu of %zu differ)",
-                  tf32 ? ", rounded to TF32" : "", differ, (size_t)bs * D);
+                  tf32 ? ", rounded to TF32" : pixels ? ", as pixel bytes" : "", differ, (size_t)bs * D);
         }
         model_forward_cpu(&c, bs);
         float cpu_loss = (float)model_loss_cpu(&c, bs);
@@ -826,18 +829,43 @@ static float mm_operand(const float *x, int prec) {
     return prec == MF_BF16 ? round_bf16(*x) : prec == MF_TF32_ROUND || prec == MF_TF32_EXACT ? round_tf32(*x) : *x;
 }
 
-// the matmul tests' names of the products (MfProduct) and precisions (the launchers' tf32 argument)
+// the matmul tests' names of the products (MfProduct) and precisions (the launchers' tf32 argument),
+// and the precisions they test
 static const char *const prods[] = {"forward", "dinp", "dweight"};
-static const char *const precs[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
+static const char *mm_prec_name(int prec) {
+    static const char *const names[] = {"FP32", "TF32 (rounding)", "TF32 (TF32 values)", "BF16"};
+    return prec == MF_FP32_PIXELS ? "FP32 on pixels" : names[prec];
+}
+static const int mm_precs[] = {0, MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_FP32_PIXELS};
+#define MM_NUM_PRECS ((int)(sizeof(mm_precs) / sizeof(mm_precs[0])))
+
+// FP32 on pixels (MF_FP32_PIXELS): the forward product's A and the weight gradient's B hold pixel
+// bytes, which the product takes as byte / 255
+static int mm_pixels_a(int prod, int prec) { return prec == MF_FP32_PIXELS && prod == MF_FWD; }
+static int mm_pixels_b(int prod, int prec) { return prec == MF_FP32_PIXELS && prod == MF_DWEIGHT; }
+
+// random operands for product prod in precision prec, na floats of A and nb of B: uniform in [-1, 1),
+// TF32 values for MF_TF32_EXACT (the kernels take them as they are), pixel bytes 0..255 for the
+// operand that MF_FP32_PIXELS says holds them
+static void mm_operands(float *A, size_t na, float *B, size_t nb, int prod, int prec, Rng *rng) {
+    for (size_t i = 0; i < na; i++) A[i] = mm_pixels_a(prod, prec) ? (float)rng_below(rng, 256) : rng_uniform(rng) * 2 - 1;
+    for (size_t i = 0; i < nb; i++) B[i] = mm_pixels_b(prod, prec) ? (float)rng_below(rng, 256) : rng_uniform(rng) * 2 - 1;
+    if (prec == MF_TF32_EXACT) {
+        for (size_t i = 0; i < na; i++) A[i] = round_tf32(A[i]);
+        for (size_t i = 0; i < nb; i++) B[i] = round_tf32(B[i]);
+    }
+}
 
 // output (m, n) of product prod on the CPU, in double, A and B laid out as the product takes them:
-// forward A (M,K) B (N,K); dinp A (M,K) B (K,N); dweight A (K,M) B (K,N)
+// forward A (M,K) B (N,K); dinp A (M,K) B (K,N); dweight A (K,M) B (K,N). A pixel byte is taken as
+// byte / 255 in float, as the trainers' CPU gather computes the input.
 static double mm_ref(int prod, const float *A, const float *B, int M, int N, int K, int m, int n, int prec) {
+    const int pa = mm_pixels_a(prod, prec), pb = mm_pixels_b(prod, prec);
     double sum = 0;
     for (int k = 0; k < K; k++) {
         const float *a = prod == MF_DWEIGHT ? &A[(size_t)k * M + m] : &A[(size_t)m * K + k];
         const float *b = prod == MF_FWD ? &B[(size_t)n * K + k] : &B[(size_t)k * N + n];
-        sum += (double)mm_operand(a, prec) * mm_operand(b, prec);
+        sum += (double)(pa ? *a / 255.0f : mm_operand(a, prec)) * (pb ? *b / 255.0f : mm_operand(b, prec));
     }
     return sum;
 }
@@ -855,27 +883,25 @@ static void test_matmul_configs(void) {
     float *scratch = (float *)cudaMallocCheck(2 * (size_t)max_elems * sizeof(float), "the split-K scratch");
     Rng rng;
     rng_seed(&rng, 31, 1);
-    int runs = 0;
-    double worst[5] = {0};   // by kind: FP32, 3xTF32, TF32 (rounding), TF32 (TF32 values), BF16
+    int runs = 0, pixel_runs = 0;
+    double worst[6] = {0};   // by kind: FP32, 3xTF32, TF32 (rounding), TF32 (TF32 values), BF16, pixels
     static const char *const kinds[] = {"FP32 on the CUDA cores", "FP32 as 3xTF32", "TF32 (rounding)",
-                                        "TF32 (TF32 values)", "BF16"};
-    for (int tf32 = 0; tf32 <= MF_BF16; tf32++) {
+                                        "TF32 (TF32 values)", "BF16", "FP32 on pixels (3xTF32)"};
+    for (int pi = 0; pi < MM_NUM_PRECS; pi++) {
+        const int tf32 = mm_precs[pi];
         int ncfg;
         const MatmulFastCfg *cfgs = matmul_fast_configs(tf32, &ncfg);
         for (int prod = MF_FWD; prod <= MF_DWEIGHT; prod++) {
             for (int c = 0; c < ncfg; c++) {
+                // (pixels: the 3xTF32 configurations' forward and weight-gradient kernels only)
+                if (tf32 == MF_FP32_PIXELS && (prod == MF_DINP || cfgs[c].kind != MF_KIND_3XTF32)) continue;
                 for (int sh = 0; sh < 2; sh++) {
                     const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
                     MatmulFastPlan p;
                     if (!matmul_fast_plan_fixed(&p, (MfProduct)prod, M, N, K, tf32, 1, cfgs[c].id, 1)) continue;
                     // A and B as the product lays them out: forward A (M,K) B (N,K); dinp A (M,K) B (K,N);
-                    // dweight A (K,M) B (K,N); TF32 values when the kernel takes them so
-                    for (int i = 0; i < M * K; i++) hA[i] = rng_uniform(&rng) * 2 - 1;
-                    for (int i = 0; i < N * K; i++) hB[i] = rng_uniform(&rng) * 2 - 1;
-                    if (tf32 == MF_TF32_EXACT) {
-                        for (int i = 0; i < M * K; i++) hA[i] = round_tf32(hA[i]);
-                        for (int i = 0; i < N * K; i++) hB[i] = round_tf32(hB[i]);
-                    }
+                    // dweight A (K,M) B (K,N)
+                    mm_operands(hA, (size_t)M * K, hB, (size_t)N * K, prod, tf32, &rng);
                     for (int m = 0; m < M; m++)
                         for (int n = 0; n < N; n++) refc[(size_t)m * N + n] = (float)mm_ref(prod, hA, hB, M, N, K, m, n, tf32);
                     cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
@@ -888,13 +914,15 @@ static void test_matmul_configs(void) {
                         cudaCheck(cudaDeviceSynchronize());
                         download(hC, dC, (size_t)M * N);
                         const double e = rel_norm(hC, refc, (size_t)M * N);
-                        const int x3 = cfgs[c].kind == MF_KIND_3XTF32, kind = tf32 ? tf32 + 1 : x3;
+                        const int x3 = cfgs[c].kind == MF_KIND_3XTF32;
+                        const int kind = tf32 == MF_FP32_PIXELS ? 5 : tf32 ? tf32 + 1 : x3;
                         const double bound = MM_CFG_BOUND;
                         runs++;
+                        pixel_runs += tf32 == MF_FP32_PIXELS;
                         if (!(e <= worst[kind])) worst[kind] = e;
                         if (verbose || !(e <= bound))
                             check(e <= bound, "%-7s %-18s configuration %2d (%s), %dx%dx%d, %d K slice(s): rel norm "
-                                  "%.2e (<= %.0e)", prods[prod], precs[tf32], cfgs[c].id, cfgs[c].name, M, N, K,
+                                  "%.2e (<= %.0e)", prods[prod], mm_prec_name(tf32), cfgs[c].id, cfgs[c].name, M, N, K,
                                   p.splits, e, bound);
                         else
                             checks_passed++;
@@ -906,8 +934,9 @@ static void test_matmul_configs(void) {
     printf("  %d products run (every configuration, product and precision this build has, 2 shapes, K whole and split "
            "in two), each against its CPU product (bound %.0e)%s; the worst rel norm by kind:\n", runs,
            MM_CFG_BOUND, verbose ? "" : " (-V lists them)");
-    for (int k = 0; k < 5; k++) printf("    %-24s %.2e\n", kinds[k], worst[k]);
+    for (int k = 0; k < 6; k++) printf("    %-24s %.2e\n", kinds[k], worst[k]);
     check(runs > 0, "the build has fast matmul kernels to test (%d run)", runs);
+    check(pixel_runs > 0, "the build has 3xTF32 kernels on pixels to test (%d run)", pixel_runs);
     free(hA), free(hB), free(hC), free(refc);
     cudaCheck(cudaFree(dA));
     cudaCheck(cudaFree(dB));
@@ -938,23 +967,24 @@ static void test_matmul_large(void) {
     Rng rng;
     rng_seed(&rng, 37, 1);
     int runs = 0;
-    for (int tf32 = 0; tf32 <= MF_BF16; tf32++) {
+    for (int pi = 0; pi < MM_NUM_PRECS; pi++) {
+        const int tf32 = mm_precs[pi];
         for (int prod = MF_FWD; prod <= MF_DWEIGHT; prod++) {
             const int cfg = matmul_fast_large_cfg((MfProduct)prod, tf32);
             if (cfg < 0) continue;
+            if (tf32 == 0 && prod != MF_DINP)   // (FP32's large tiles are 3xTF32: they take pixels too)
+                check(matmul_fast_large_cfg((MfProduct)prod, MF_FP32_PIXELS) == cfg &&
+                      matmul_fast_pixels_fit((MfProduct)prod, M, N, K, 1),
+                      "%-7s FP32 %dx%dx%d on the large tile %d: it takes the batch as pixels too", prods[prod], M, N,
+                      K, cfg);
             const MatmulFastPlan p = matmul_fast_plan((MfProduct)prod, M, N, K, tf32, 1);
             check(p.cfg == cfg && p.splits == 1, "%-7s %-18s %dx%dx%d: the plan is configuration %d with %d K slice(s) "
-                  "(the large tile %d, unsplit)", prods[prod], precs[tf32], M, N, K, p.cfg, p.splits, cfg);
+                  "(the large tile %d, unsplit)", prods[prod], mm_prec_name(tf32), M, N, K, p.cfg, p.splits, cfg);
             const MatmulFastPlan few = matmul_fast_plan((MfProduct)prod, 128, 128, K, tf32, 1);
             const MatmulFastPlan shortk = matmul_fast_plan((MfProduct)prod, M, N, 64, tf32, 1);
             check(few.cfg != cfg && shortk.cfg != cfg, "%-7s %-18s: 128x128x%d and %dx%dx64 are not planned on the "
-                  "large tile %d (plans %d and %d)", prods[prod], precs[tf32], K, M, N, cfg, few.cfg, shortk.cfg);
-            for (size_t i = 0; i < (size_t)M * K; i++) hA[i] = rng_uniform(&rng) * 2 - 1;
-            for (size_t i = 0; i < (size_t)N * K; i++) hB[i] = rng_uniform(&rng) * 2 - 1;
-            if (tf32 == MF_TF32_EXACT) {
-                for (size_t i = 0; i < (size_t)M * K; i++) hA[i] = round_tf32(hA[i]);
-                for (size_t i = 0; i < (size_t)N * K; i++) hB[i] = round_tf32(hB[i]);
-            }
+                  "large tile %d (plans %d and %d)", prods[prod], mm_prec_name(tf32), K, M, N, cfg, few.cfg, shortk.cfg);
+            mm_operands(hA, (size_t)M * K, hB, (size_t)N * K, prod, tf32, &rng);
             cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpy(dB, hB, (size_t)N * K * sizeof(float), cudaMemcpyHostToDevice));
             cudaCheck(cudaMemset(dC, 0xFF, (size_t)M * N * sizeof(float)));   // NaN where nothing is written
@@ -973,7 +1003,7 @@ static void test_matmul_large(void) {
             const double e = sqrt(err2 / ref2);
             runs++;
             check(e <= MM_CFG_BOUND, "%-7s %-18s %dx%dx%d on configuration %d: rel norm %.2e over %d outputs (<= %.0e)",
-                  prods[prod], precs[tf32], M, N, K, p.cfg, e, S, MM_CFG_BOUND);
+                  prods[prod], mm_prec_name(tf32), M, N, K, p.cfg, e, S, MM_CFG_BOUND);
         }
     }
     check(runs > 0, "the build has large-product tiles to test (%d)", runs);

@@ -72,7 +72,9 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #endif
 
 #define FAST_EVAL_BATCH 1024       // evaluation runs the test set in batches of this many rows (or B if larger)
+#ifndef FUSED_SGD_MAX_WEIGHTS
 #define FUSED_SGD_MAX_WEIGHTS (1 << 18)  // the first layer's SGD step rides on its dW below this many weights
+#endif
 #define FAST_MAX_GRAPHS 4          // kinds of run of steps an epoch captures (two: see run_steps)
 
 namespace fast {  // test_mlp.cu includes this file beside train_mlp.cu, whose Model is another
@@ -103,6 +105,7 @@ typedef struct {
     // See model_forward_layers.
     __nv_bfloat16 *params_bf16, *acts_bf16[MAX_LAYERS + 1], *dacts_bf16[MAX_LAYERS + 1];
     float *acts[MAX_LAYERS + 1];          // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
+    int x_pixels;                         // acts[0] holds the batch's pixel bytes (model_gather_mode)
     float *dacts[MAX_LAYERS + 1];         // gradients of the same shapes (dacts[0] unused)
     float *batches[2];                    // acts[0] is one of these: train_steps gathers the next
     int *batch_labels[2];                 // step's batch into the other one
@@ -286,6 +289,22 @@ static int model_mm_prec(const Model *m) {
     return m->prec == PREC_TF32 ? MF_TF32_ROUND : m->prec == PREC_BF16 ? MF_BF16 : 0;
 }
 
+// How a batch of bs rows is gathered into acts[0] (kernels/fast/gather_fast.cuh): -x 1 rounds it to
+// TF32. In FP32 it is the pixel bytes themselves where both of the first layer's products plan a
+// 3xTF32 kernel (MF_FP32_PIXELS, kernels/fast/matmul_fast.h): a byte is exact in TF32, so each takes
+// two TF32 products instead of three, with the same results within FP32's rounding (the kernels
+// apply the / 255). Whoever gathers a batch sets m->x_pixels to say which it holds.
+static int model_gather_mode(const Model *m, int bs) {
+    if (m->prec == PREC_TF32) return GATHER_TF32;
+    if (m->prec != PREC_FP32 || m->L < 2) return GATHER_FP32;   // (one layer: the fused head reads the batch)
+    const int IN = m->sizes[0], OUT = m->sizes[1];
+    return matmul_fast_pixels_fit(MF_FWD, bs, OUT, IN, 0) &&
+           matmul_fast_pixels_fit(MF_DWEIGHT, OUT, IN, bs, m->scratch != NULL) ? GATHER_PIXELS : GATHER_FP32;
+}
+
+// the precision argument of the first layer's products on acts[0]: prec, or FP32 on pixels
+static int model_x_prec(const Model *m, int prec) { return m->x_pixels ? MF_FP32_PIXELS : prec; }
+
 // acts[0] holds bs rows; runs the first `layers` layers, leaving their outputs in acts[1..layers].
 // With TF32 (-x 1) every forward product's operands are TF32 values already: the batch is gathered
 // rounded, each hidden layer's output is stored rounded (the logits are not), and the weights come
@@ -315,7 +334,8 @@ static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stre
                                 stream, model_bf16(m, MF_FWD, l, &bf));
         }
         else
-            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, 0, 0, stream);
+            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act,
+                                l == 0 ? model_x_prec(m, 0) : 0, 0, stream);
     }
 }
 
@@ -402,11 +422,11 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                             weight_decay, 1, m->side, w_bf16);
         } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS && w_bf16 == NULL) {   // (the SGD kernel writes the copy)
             MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
-            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, &sgd,
-                                         stream, dw16);
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, model_x_prec(m, prec),
+                                         &sgd, stream, dw16);
         } else {
-            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL,
-                                         stream, dw16);
+            matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, model_x_prec(m, prec),
+                                         NULL, stream, dw16);
             sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
                             weight_decay, 1, stream, w_bf16);
         }
@@ -429,8 +449,10 @@ static void train_step_on_batch(Model *m, int bs, float lr, float momentum, floa
 // One step on bs rows, its kernels launched from the host (-f 0); the batch is rows
 // (*step) * B ... of the permutation.
 static void train_step(Model *m, const DeviceData *train, int bs, const Config *c, cudaStream_t stream) {
+    const int mode = model_gather_mode(m, bs);
     gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs, train->D,
-                      m->prec == PREC_TF32, stream);
+                      mode, stream);
+    m->x_pixels = mode == GATHER_PIXELS;
     train_step_on_batch(m, bs, c->lr, c->momentum, c->weight_decay, stream);
 }
 
@@ -451,15 +473,16 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, c
         const int bs = i == n - 1 ? last_bs : m->B, next_bs = i + 1 == n - 1 ? last_bs : m->B;
         m->acts[0] = m->batches[i % 2];
         m->labels = m->batch_labels[i % 2];
+        m->x_pixels = model_gather_mode(m, bs) == GATHER_PIXELS;   // (how this batch was, or is now, gathered)
         if (i + 1 < n) {
             cudaCheck(cudaEventRecord(m->ev_step, stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_step, 0));
             gather_batch_step(m->batches[(i + 1) % 2], m->batch_labels[(i + 1) % 2], train->images, train->labels,
-                              m->perm, m->step, 1, m->B, next_bs, train->D, m->prec == PREC_TF32, m->side);
+                              m->perm, m->step, 1, m->B, next_bs, train->D, model_gather_mode(m, next_bs), m->side);
         }
         if (i == 0)
             gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs,
-                              train->D, m->prec == PREC_TF32, stream);
+                              train->D, model_gather_mode(m, bs), stream);
         model_forward_loss(m, bs, bs, stream);
         model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
     }
@@ -548,12 +571,14 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     fused_deep_steps(&m->fused, m->prec, &a, stream);
     m->acts[0] = m->batches[(n - 1) % 2];
     m->labels = m->batch_labels[(n - 1) % 2];
+    m->x_pixels = m->prec == PREC_FP32;   // (its FP32 kernel gathers pixel bytes: kernels/fast/fused_deep.cuh)
 }
 
 // Runs n steps, the last of them with last_bs rows, as one kernel (-f 2, after model_use_fused): the
 // same steps as n train_step()s, the batch gathered inside it into acts[0] = batches[0] (a deep
 // model's: fused_deep_run).
 static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
+    m->x_pixels = 0;   // (the one-hidden-layer fused step gathers the values; the deep one: fused_deep_run)
     if (m->fused.deep) return fused_deep_run(m, train, n, last_bs, c, stream);
     m->acts[0] = m->batches[0];
     m->labels = m->batch_labels[0];
@@ -619,7 +644,9 @@ static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss
     int C = m->sizes[m->L];
     for (int start = 0; start < d->n; start += m->max_batch) {
         int bs = d->n - start < m->max_batch ? d->n - start : m->max_batch;
-        gather_rows_fast(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D, m->prec == PREC_TF32, stream);
+        gather_rows_fast(m->acts[0], m->labels, d->images, d->labels, start, bs, d->D,
+                         m->prec == PREC_TF32 ? GATHER_TF32 : GATHER_FP32, stream);
+        m->x_pixels = 0;
         model_forward(m, bs, stream);
         softmax_xent_eval_kernel<<<CEIL_DIV(bs, 128), 128, 0, stream>>>(e->losses + start, e->correct + start,
                                                                         m->acts[m->L], m->labels, bs, C);
@@ -840,7 +867,8 @@ static void dp_step(Rank *k, int gbs) {
     int first;
     const int rows = dp_share(gbs, k->dp->gpus, k->rank, &first);
     gather_batch_step(m->acts[0], m->labels, k->train.images, k->train.labels, m->perm + first, m->step, 0, m->B, rows,
-                      k->train.D, m->prec == PREC_TF32, k->stream);
+                      k->train.D, m->prec == PREC_TF32 ? GATHER_TF32 : GATHER_FP32, k->stream);
+    m->x_pixels = 0;   // (the ranks' products take the batch's values: dp_backward_update passes no pixels)
     fast::model_forward_loss(m, rows, gbs, k->stream);
     dp_backward_update(k, rows, gbs);
 }

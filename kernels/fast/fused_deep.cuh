@@ -41,9 +41,10 @@ read. Every sum runs in a fixed order, so a run gives the same bits every time, 
 steps the same bits as n runs of one.
 
 Precision: -x 0 (FP32) runs the products as 3xTF32 (MF_TF32X3), within FP32's tolerances as on the
-graph path's tuned shapes; -x 1 (TF32) rounds every operand as it enters the tensor cores
-(MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and keeps the weights' TF32
-copy, as -f 1 does, so both paths compute the same products; -x 2 (BF16) rounds the operands to
+graph path's tuned shapes, and gathers the batch as its pixel bytes, which x's two products take as
+byte / 255 with a TF32 product fewer (MF_FP32_PIXELS); -x 1 (TF32) rounds every operand as it
+enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and
+keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products; -x 2 (BF16) rounds the operands to
 BF16 (MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
 
 Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
@@ -170,9 +171,10 @@ __device__ __forceinline__ float fd_operand(float x) {
 }
 
 // rows b0 .. b0 + FD_GATHER_ROWS - 1 of step s's batch (those below bs) into x and labels, the warps
-// shared out over the rows (the gather's pixel_value: p / 255, rounded to TF32 for -x 1)
+// shared out over the rows (the gather's pixel_value, as mode says: p / 255, rounded to TF32 for -x 1,
+// the bytes themselves for FP32)
 __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int *labels, int s, int b0, int bs,
-                                          int tf32) {
+                                          int mode) {
     constexpr int PER_ROW = FD_THREADS / 32 / FD_GATHER_ROWS;   // warps a row
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = b0 + warp % FD_GATHER_ROWS;
     const int IN = a.sizes[0], part = warp / FD_GATHER_ROWS;
@@ -184,8 +186,8 @@ __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int 
 #pragma unroll 4
     for (int w = part * 32 + lane; w < IN / 4; w += 32 * PER_ROW) {
         const uchar4 p = __ldcs(img + w);   // read once an epoch: kept out of the way in L2
-        row[w] = make_float4(pixel_value(p.x, tf32), pixel_value(p.y, tf32), pixel_value(p.z, tf32),
-                             pixel_value(p.w, tf32));
+        row[w] = make_float4(pixel_value(p.x, mode), pixel_value(p.y, mode), pixel_value(p.z, mode),
+                             pixel_value(p.w, mode));
     }
 }
 
@@ -373,6 +375,10 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
     extern __shared__ __align__(16) float fdsm[];
     const int G = gridDim.x, L = a.L, B = a.B, C = a.sizes[L];
     constexpr int TF32 = PREC == MF_TF32_ROUND;
+    // FP32 takes the batch as its pixel bytes: x's products, F_0 and layer 0's weight gradient, are
+    // then 3xTF32 one TF32 product shorter (MF_FP32_PIXELS, kernels/fast/matmul_fast.h)
+    constexpr bool PIXELS = PREC == MF_TF32X3;
+    constexpr int GATHER = TF32 ? GATHER_TF32 : PIXELS ? GATHER_PIXELS : GATHER_FP32;
     const int s0 = *a.step;   // every block reads it before its first barrier; block 0 moves it on after its last
     const int PP = fd_prof_points(L);
     long long *prof = a.prof ? a.prof + (size_t)blockIdx.x * a.n * PP : NULL;
@@ -388,7 +394,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
     {
         const int bs0 = a.n == 1 ? a.last_bs : B;
         for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_GATHER_ROWS); j += G)
-            fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_GATHER_ROWS, bs0, TF32);
+            fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_GATHER_ROWS, bs0, GATHER);
     }
     grid.sync();
 
@@ -409,10 +415,19 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.bias = a.params + a.b_off[l];
             epi.round_out = TF32;
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
-            for (int t = blockIdx.x; t < tiles; t += G)
+            for (int t = blockIdx.x; t < tiles; t += G) {
+                if constexpr (PIXELS) {
+                    if (l == 0) {
+                        fd_tile<MF_FP32_PIXELS, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
+                            fdsm, a.acts[1], x, a.params + a.w_off[0], bs, OUT, IN, (t / tn) * FD_FB_BM,
+                            (t % tn) * FD_FB_BN, epi, true);
+                        continue;
+                    }
+                }
                 fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                     fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT, IN,
                     (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true);
+            }
             FD_STAMP(1);
             grid.sync();
         }
@@ -444,7 +459,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         __syncthreads();   // (the head's shared arrays again for its next rows, W's copy)
                     }
                 } else {
-                    fd_gather(a, a.xbuf[1 - p], a.labbuf[1 - p], s + 1, (j - hblocks) * FD_GATHER_ROWS, next_bs, TF32);
+                    fd_gather(a, a.xbuf[1 - p], a.labbuf[1 - p], s + 1, (j - hblocks) * FD_GATHER_ROWS, next_bs, GATHER);
                 }
             }
             FD_STAMP(1);
@@ -499,6 +514,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 #ifdef FD_PROF_RAW_EPI   // dev/fused_profile.cu's comparison only: the gradient stored, no SGD step (wrong results)
                     epi.kind = MF_EPI_RAW;
 #endif
+                    if constexpr (PIXELS) {
+                        if (ll == 0) {
+                            fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
+                                fdsm, a.grads + a.w_off[0], a.dacts[1], x, M, N, bs, (k / wn) * FD_W_BM,
+                                (k % wn) * FD_W_BN, epi, i == a.n - 1);
+                            continue;
+                        }
+                    }
                     fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                         fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
                         (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1);

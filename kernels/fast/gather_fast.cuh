@@ -4,8 +4,10 @@ kernels/fast/gather_fast.cuh: the fast trainer's batch gather. Simple twin: gath
     x(bs, D) = images[perm[start + b]] / 255,  labels(bs) = all_labels[perm[start + b]]
     start = (*step + ahead) * B: the step counter lives on the device (kernels/fast/softmax_fast.cuh);
     ahead = 1 gathers the next step's batch while this step runs (train_mlp_fast.cu);
-    tf32 = 1 (-x 1) stores round_tf32(x): the first layer's forward product then takes the batch
-    as it is (kernels/fast/matmul_fast.h MF_TF32_EXACT)
+    the mode (GATHER_*): GATHER_TF32 (-x 1) stores round_tf32(x): the first layer's forward product
+    then takes the batch as it is (kernels/fast/matmul_fast.h MF_TF32_EXACT); GATHER_PIXELS stores
+    the bytes themselves, 0..255 as floats, for the first layer's FP32 products on pixels
+    (MF_FP32_PIXELS), which take them as byte / 255
 */
 #ifndef MLP_FAST_GATHER_CUH
 #define MLP_FAST_GATHER_CUH
@@ -15,49 +17,54 @@ kernels/fast/gather_fast.cuh: the fast trainer's batch gather. Simple twin: gath
 #include "../common.cuh"
 #include "tf32.cuh"
 
+// what the gathers store: the input value, that value rounded to TF32, or the pixel byte itself
+enum { GATHER_FP32 = 0, GATHER_TF32 = 1, GATHER_PIXELS = 2 };
+
 // one input value: the pixel / 255, a division, as the CPU does (the same float, bit for bit), rounded
-// to TF32 when tf32 (also dev/persistent/persistent.cuh's gather, with tf32 = 0)
-__device__ __forceinline__ float pixel_value(uint8_t p, int tf32) {
+// to TF32 with GATHER_TF32, the byte with GATHER_PIXELS (also dev/persistent/persistent.cuh's gather,
+// with GATHER_FP32)
+__device__ __forceinline__ float pixel_value(uint8_t p, int mode) {
+    if (mode == GATHER_PIXELS) return (float)p;
     const float v = p / 255.0f;
-    return tf32 ? round_tf32(v) : v;
+    return mode == GATHER_TF32 ? round_tf32(v) : v;
 }
 
 // a row of the batch per blockIdx.y, pixels across threads (coalesced uint8 reads)
 __global__ void gather_batch_step_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
-                                    const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32) {
+                                    const int *perm, const int *step, int ahead, int B, int bs, int D, int mode) {
     int b = blockIdx.y;
     if (b >= bs) return;
     int item = perm[(size_t)(*step + ahead) * B + b];
     const uint8_t *img = images + (size_t)item * D;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
-        x[(size_t)b * D + i] = pixel_value(img[i], tf32);
+        x[(size_t)b * D + i] = pixel_value(img[i], mode);
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[item];
 }
 
 // evaluation batches are contiguous rows of the test set: items start .. start + bs - 1
 __global__ void gather_rows_fast_kernel(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
-                                   int start, int bs, int D, int tf32) {
+                                   int start, int bs, int D, int mode) {
     int b = blockIdx.y;
     if (b >= bs) return;
     const uint8_t *img = images + (size_t)(start + b) * D;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < D; i += gridDim.x * blockDim.x)
-        x[(size_t)b * D + i] = pixel_value(img[i], tf32);
+        x[(size_t)b * D + i] = pixel_value(img[i], mode);
     if (blockIdx.x == 0 && threadIdx.x == 0) labels[b] = all_labels[start + b];
 }
 
-// the batch of step *step + ahead (ahead 0: this step's; 1: the next one's); tf32: rounded to TF32
+// the batch of step *step + ahead (ahead 0: this step's; 1: the next one's), stored as mode says (GATHER_*)
 static inline void gather_batch_step(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels,
-                                const int *perm, const int *step, int ahead, int B, int bs, int D, int tf32,
+                                const int *perm, const int *step, int ahead, int B, int bs, int D, int mode,
                                 cudaStream_t stream) {
     dim3 grid(CEIL_DIV(D, 1024) < 4 ? CEIL_DIV(D, 1024) : 4, bs);
-    gather_batch_step_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, perm, step, ahead, B, bs, D, tf32);
+    gather_batch_step_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, perm, step, ahead, B, bs, D, mode);
     cudaCheck(cudaGetLastError());
 }
 
 static inline void gather_rows_fast(float *x, int *labels, const uint8_t *images, const uint8_t *all_labels, int start,
-                               int bs, int D, int tf32, cudaStream_t stream) {
+                               int bs, int D, int mode, cudaStream_t stream) {
     dim3 grid(CEIL_DIV(D, 1024) < 4 ? CEIL_DIV(D, 1024) : 4, bs);
-    gather_rows_fast_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, start, bs, D, tf32);
+    gather_rows_fast_kernel<<<grid, 256, 0, stream>>>(x, labels, images, all_labels, start, bs, D, mode);
     cudaCheck(cudaGetLastError());
 }
 

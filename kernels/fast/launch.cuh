@@ -59,7 +59,7 @@ static void mf_launch_kernel(dim3 grid, int threads, int smem_floats, int pdl, c
 }
 
 // Launches configuration cfg of product PROD in precision TF32 (0, MF_TF32_ROUND, MF_TF32_EXACT,
-// MF_BF16); false when this build has no such kernel. The operands' layouts follow from the product:
+// MF_BF16, MF_FP32_PIXELS); false when this build has no such kernel. The operands' layouts follow from the product:
 // forward A (M, K) and B (N, K) "NT", dinp A (M, K) and B (K, N) "NN", dweight (K, M) and (K, N) "TN".
 // MF_TF32_EXACT takes the mma.sync kernels without their rounding and, for the forward layout only,
 // the wgmma kernel without its rounding pass; elsewhere the wgmma kernel rounds (the same products on
@@ -77,15 +77,20 @@ static void mf_launch_kernel(dim3 grid, int threads, int smem_floats, int pdl, c
             }                                                                                                      \
             return false;
 
+// MF_FP32_PIXELS (the forward and weight-gradient products only) launches the 3xTF32 configurations
+// built for FP32 in their pixel form; the FP32 ones on the CUDA cores have none.
 template <int PROD, int TF32>
 static bool mf_launch_mode(int cfg, dim3 grid, int pdl, cudaStream_t stream, const MfArgs &a) {
     constexpr bool A_KC = PROD != MF_DWEIGHT, B_KC = PROD == MF_FWD;
-    constexpr int bit = MF_BUILT(PROD, TF32);
-    if constexpr (TF32 == 0) {
+    constexpr bool PIX = TF32 == MF_FP32_PIXELS;
+    constexpr int bit = MF_BUILT(PROD, PIX ? 0 : TF32);
+    if constexpr (PIX && PROD == MF_DINP) {
+        return false;
+    } else if constexpr (TF32 == 0 || PIX) {
         switch (cfg) {
 #define MF_CASE(ID, BM, BN, BK, TM, TN, ST, EFF, FILL, OCC, BUILT)                                                 \
         case ID:                                                                                                   \
-            if constexpr ((MF_BUILT_HERE(BUILT) & bit) != 0) {                                                     \
+            if constexpr (!PIX && (MF_BUILT_HERE(BUILT) & bit) != 0) {                                             \
                 mf_launch_kernel<matmul_fast_fp32_kernel<BM, BN, BK, TM, TN, ST, A_KC, B_KC>>(                     \
                     grid, (BM / TM) * (BN / TN), mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 4), pdl, stream, a);  \
                 return true;                                                                                       \
@@ -93,7 +98,7 @@ static bool mf_launch_mode(int cfg, dim3 grid, int pdl, cudaStream_t stream, con
             return false;
             MF_ALL_FP32_CONFIGS(MF_CASE)
 #undef MF_CASE
-#define MMA_PREC MF_TF32X3   // FP32 as 3xTF32 (kernels/fast/matmul_fast.h)
+#define MMA_PREC (PIX ? MF_FP32_PIXELS : MF_TF32X3)   // FP32 as 3xTF32 (kernels/fast/matmul_fast.h)
             MF_ALL_3XTF32_CONFIGS(MF_MMA_CASE)
 #undef MMA_PREC
         }
@@ -121,10 +126,11 @@ static bool mf_launch_mode(int cfg, dim3 grid, int pdl, cudaStream_t stream, con
 // the launch for any precision; a configuration this build does not have stops the program
 template <int PROD>
 static void mf_launch_product(int tf32, int cfg, dim3 grid, int pdl, cudaStream_t stream, const MfArgs &a) {
-    const bool done = tf32 == 0               ? mf_launch_mode<PROD, 0>(cfg, grid, pdl, stream, a)
-                      : tf32 == MF_TF32_ROUND ? mf_launch_mode<PROD, MF_TF32_ROUND>(cfg, grid, pdl, stream, a)
-                      : tf32 == MF_TF32_EXACT ? mf_launch_mode<PROD, MF_TF32_EXACT>(cfg, grid, pdl, stream, a)
-                                              : mf_launch_mode<PROD, MF_BF16>(cfg, grid, pdl, stream, a);
+    const bool done = tf32 == 0                ? mf_launch_mode<PROD, 0>(cfg, grid, pdl, stream, a)
+                      : tf32 == MF_TF32_ROUND  ? mf_launch_mode<PROD, MF_TF32_ROUND>(cfg, grid, pdl, stream, a)
+                      : tf32 == MF_TF32_EXACT  ? mf_launch_mode<PROD, MF_TF32_EXACT>(cfg, grid, pdl, stream, a)
+                      : tf32 == MF_FP32_PIXELS ? mf_launch_mode<PROD, MF_FP32_PIXELS>(cfg, grid, pdl, stream, a)
+                                               : mf_launch_mode<PROD, MF_BF16>(cfg, grid, pdl, stream, a);
     if (!done) {
         static const char *const names[] = {"forward", "dinp", "dweight"};
         fprintf(stderr, "error: matmul_fast: no kernel for configuration %d of the %s product with precision %d in this "

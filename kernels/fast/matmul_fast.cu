@@ -14,24 +14,36 @@ Compiled once, and linked into the fast trainer, test_mlp and dev/cuda's benchma
 
 static inline bool mf_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
+// the precision a product is planned in: FP32 on pixels is planned as FP32 (the same tiles)
+static int mf_plan_prec(MfProduct prod, int tf32) { return tf32 == MF_FP32_PIXELS ? 0 : mf_tf32_here(prod, tf32); }
+
 MatmulFastPlan matmul_fast_plan(MfProduct prod, int M, int N, int K, int tf32, int have_scratch) {
-    return mf_plan(prod, M, N, K, mf_tf32_here(prod, tf32), have_scratch);
+    return mf_plan(prod, M, N, K, mf_plan_prec(prod, tf32), have_scratch);
 }
 
 int matmul_fast_plan_fixed(MatmulFastPlan *p, MfProduct prod, int M, int N, int K, int tf32, int have_scratch,
                            int cfg, int splits) {
-    return mf_plan_fixed(p, prod, M, N, K, mf_tf32_here(prod, tf32), have_scratch, cfg, splits);
+    return mf_plan_fixed(p, prod, M, N, K, mf_plan_prec(prod, tf32), have_scratch, cfg, splits);
+}
+
+int matmul_fast_pixels_fit(MfProduct prod, int M, int N, int K, int have_scratch) {
+    if (prod == MF_DINP) return 0;
+    const MatmulFastPlan p = mf_plan(prod, M, N, K, 0, have_scratch);
+    const MatmulFastCfg *c = p.cfg < 0 ? NULL : mf_cfg(0, p.cfg);
+    return c != NULL && c->kind == MF_KIND_3XTF32;
 }
 
 const MatmulFastCfg *matmul_fast_configs(int tf32, int *count) {
-    *count = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
-    return tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
+    const int tc = tf32 != 0 && tf32 != MF_FP32_PIXELS;   // (FP32 on pixels: the FP32 list's 3xTF32 rows)
+    *count = tc ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
+    return tc ? mf_tf32_cfgs : mf_fp32_cfgs;
 }
 
 int matmul_fast_has_clusters(void) { return mf_has_clusters(); }
 
 int matmul_fast_large_cfg(MfProduct prod, int tf32) {
-    const MatmulFastCfg *c = mf_large_cfg(prod, mf_tf32_here(prod, tf32));
+    const MatmulFastCfg *c = mf_large_cfg(prod, mf_plan_prec(prod, tf32));
+    if (c != NULL && tf32 == MF_FP32_PIXELS && (prod == MF_DINP || c->kind != MF_KIND_3XTF32)) return -1;
     return c ? c->id : -1;
 }
 
@@ -42,11 +54,16 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
                      int N, int K, const MatmulFastEpi *epi, float *scratch, int tf32, int pdl, cudaStream_t stream) {
     if (M <= 0 || N <= 0) return;
     static const char *const names[] = {"forward", "dinp", "dweight"};
-    tf32 = mf_tf32_here(prod, tf32);
-    const MatmulFastCfg *c = mf_cfg(tf32, p->cfg);
+    if (tf32 != MF_FP32_PIXELS) tf32 = mf_tf32_here(prod, tf32);
+    const MatmulFastCfg *c = mf_cfg(mf_plan_prec(prod, tf32), p->cfg);
     if (c == NULL) {
         fprintf(stderr, "error: matmul_fast: this build has no kernel for the %s product in precision %d ---> try: "
                         "the lists of kernels/fast/configs.cuh\n", names[prod], tf32);
+        exit(EXIT_FAILURE);
+    }
+    if (tf32 == MF_FP32_PIXELS && (prod == MF_DINP || c->kind != MF_KIND_3XTF32)) {
+        fprintf(stderr, "error: matmul_fast: the %s product with configuration %d cannot take its batch as pixels "
+                        "(MF_FP32_PIXELS) ---> try: matmul_fast_pixels_fit first\n", names[prod], p->cfg);
         exit(EXIT_FAILURE);
     }
     const int split = p->splits > 1 && p->cluster ? MF_SPLIT_CLUSTER : MF_SPLIT_RAW;

@@ -30,6 +30,11 @@ Precision (the launchers' tf32 argument):
                    operands (MatmulFastBf16, below), the launchers run the large products on those
                    instead (kernels/fast/wgmma_bf16.cuh on sm_90a, else kernels/fast/mma_bf16.cuh):
                    the same values, half the bytes, and no rounding in the kernel.
+    MF_FP32_PIXELS FP32 on a batch of pixels: the forward and weight-gradient products only, with
+                   inp holding the batch's bytes 0..255 (as floats) and the product taken with the
+                   values byte / 255, the inputs the trainers compute with. A byte is a TF32 value, so
+                   3xTF32 needs two TF32 products instead of three where one operand is the batch
+                   (matmul_fast_pixels_fit: only where the plan is a 3xTF32 configuration).
 The trainer's build compiles what the trainer passes: FP32 everywhere, MF_TF32_EXACT for the forward
 product (-x 1 keeps its operands TF32 values) and MF_TF32_ROUND for dinp and dweight, MF_BF16 for
 every product (-x 2). Another combination there stops with a message naming it; dev/cuda's build
@@ -54,7 +59,9 @@ enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2, MF_BF16 = 3 };
 // a_small b_big: three TF32 products that together keep about 20 of FP32's 24 bits (the dropped
 // a_small b_small is at most 2^-22 of the product), at three times TF32's work. The tensor cores sum
 // each BK step of K, and FADD adds those sums up (kernels/fast/mma_tf32.cuh says why).
-enum { MF_TF32X3 = 4 };
+// MF_FP32_PIXELS, after it: the tf32 argument for FP32 on a batch of pixels (above), whose kernels are
+// 3xTF32's with the batch's small parts, 0, left out.
+enum { MF_TF32X3 = 4, MF_FP32_PIXELS = 5 };
 
 // SGD fused into the weight gradient's epilogue (kernels/sgd.cuh's step): once dW[i] is complete, the
 // thread that holds it updates the parameter and its momentum, laid out like dW. Nothing may read W
@@ -145,8 +152,9 @@ int matmul_fast_plan_fixed(MatmulFastPlan *p, MfProduct prod, int M, int N, int 
 void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const float *A, const float *B, int M,
                      int N, int K, const MatmulFastEpi *epi, float *scratch, int tf32, int pdl, cudaStream_t stream);
 
-// the tile configurations of this build, for dev/cuda's sweeps: `count` of FP32 (tf32 0) or tensor-core
-// ones (any other tf32: the TF32 and BF16 kernels share their tiles)
+// the tile configurations of this build, for dev/cuda's sweeps: `count` of FP32 (tf32 0, or
+// MF_FP32_PIXELS: its 3xTF32 rows take pixels) or tensor-core ones (any other tf32: the TF32 and BF16
+// kernels share their tiles)
 typedef struct {
     int id;              // what plans and the tuned table call it
     int kind;            // MF_KIND_*
@@ -162,12 +170,16 @@ typedef struct {
 enum { MF_KIND_FP32 = 0, MF_KIND_MMA = 1, MF_KIND_WGMMA = 2, MF_KIND_3XTF32 = 3, MF_KIND_BF16_OPS = 4 };
 const MatmulFastCfg *matmul_fast_configs(int tf32, int *count);
 
+// whether product prod (MF_FWD or MF_DWEIGHT) of shape (M, N, K) can take its batch operand as pixel
+// bytes (MF_FP32_PIXELS): its FP32 plan is a 3xTF32 configuration; have_scratch as matmul_fast_plan
+int matmul_fast_pixels_fit(MfProduct prod, int M, int N, int K, int have_scratch);
+
 // whether this build and GPU split K through thread-block clusters (else through scratch, dweight only)
 int matmul_fast_has_clusters(void);
 
 // the configuration the planner gives products larger than its tuned table's (half a wave of its tiles
 // or more, K of at least MF_LARGE_MIN_K: planner.cuh mf_large) for this product and precision, or -1:
-// none in this build (the cost model decides there)
+// none in this build (the cost model decides there); with MF_FP32_PIXELS, FP32's where it takes pixels
 int matmul_fast_large_cfg(MfProduct prod, int tf32);
 
 // ----------------------------------------------------------------------------

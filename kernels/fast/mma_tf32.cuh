@@ -103,7 +103,7 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
 
 // The sums of one block tile: acc (the warp's (WM/16) x (WN/8) mma tiles, the fragment layout above)
 // = A . B over k in [kbeg, kend) for the BM x BN tile at (m0, n0), A_KC / B_KC as in the FP32 kernel.
-// PREC: MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16 or MF_TF32X3 (kernels/fast/matmul_fast.h). smem:
+// PREC: MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul_fast.h). smem:
 // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats; free again when it returns. Every thread of
 // the block calls it. The kernel below runs one tile a block; the fused step of deeper models
 // (kernels/fast/fused_deep.cuh) runs many, one after another.
@@ -115,9 +115,14 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
     constexpr int MI = WM / 16, NI = WN / 8;
     typedef MfTile<BM, BK, NT, A_KC, 8> TA;
     typedef MfTile<BN, BK, NT, B_KC, 8> TB;
-    constexpr bool BF16 = PREC == MF_BF16, X3 = PREC == MF_TF32X3, RND = PREC == MF_TF32_ROUND;
+    constexpr bool BF16 = PREC == MF_BF16, RND = PREC == MF_TF32_ROUND;
+    // FP32 as 3xTF32; with MF_FP32_PIXELS one operand holds pixel bytes (exact TF32 values): the
+    // forward product's A (the batch), the weight gradient's B (the batch again)
+    constexpr bool PIX = PREC == MF_FP32_PIXELS, X3 = PREC == MF_TF32X3 || PIX;
+    constexpr bool PIX_A = PIX && A_KC && B_KC, PIX_B = PIX && !A_KC && !B_KC;
     static_assert(BK % (BF16 ? 16 : 8) == 0 && WM % 16 == 0 && WN % 16 == 0,
                   "BK % 8 (BF16: % 16), WM % 16, WN % 16 (ldmatrix: n tiles in pairs)");
+    static_assert(!PIX || PIX_A || PIX_B, "MF_FP32_PIXELS: the forward and weight-gradient layouts only");
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
@@ -208,22 +213,42 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
             for (int kk = 0; kk < BK; kk += 8) {
                 uint32_t ab[MI][4], bb[NI][2], asm_[MI][4], bsm[NI][2];
                 load_frags(as, bs, kk, ab, bb);   // the FP32 bits, split below into big + small
+                // Pixels: a byte 0..255 is a TF32 value, so its small part is 0 and the product with
+                // it is one term shorter; its 1/255 goes to the other operand before that one is
+                // split (x/255 * w = x * (w/255): within FP32's rounding of the CPU's pixel / 255)
+                constexpr float PIXEL = 1.0f / 255.0f;
                 #pragma unroll
                 for (int i = 0; i < MI; i++)
                     #pragma unroll
-                    for (int r = 0; r < 4; r++) mf_split_tf32(ab[i][r], asm_[i][r]);
+                    for (int r = 0; r < 4; r++) {
+                        if constexpr (PIX_A) continue;
+                        if constexpr (PIX_B) ab[i][r] = __float_as_uint(__uint_as_float(ab[i][r]) * PIXEL);
+                        mf_split_tf32(ab[i][r], asm_[i][r]);
+                    }
                 #pragma unroll
                 for (int j = 0; j < NI; j++)
                     #pragma unroll
-                    for (int r = 0; r < 2; r++) mf_split_tf32(bb[j][r], bsm[j][r]);
+                    for (int r = 0; r < 2; r++) {
+                        if constexpr (PIX_B) continue;
+                        if constexpr (PIX_A) bb[j][r] = __float_as_uint(__uint_as_float(bb[j][r]) * PIXEL);
+                        mf_split_tf32(bb[j][r], bsm[j][r]);
+                    }
                 // the small cross terms first (the first of the BK step starts the tile's sums from 0)
                 #pragma unroll
                 for (int i = 0; i < MI; i++)
                     #pragma unroll
                     for (int j = 0; j < NI; j++) {
-                        if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
-                        else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
-                        mf_mma_tf32(tile[i][j], ab[i], bsm[j]);
+                        if constexpr (PIX_A) {
+                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], ab[i], bsm[j]);
+                            else mf_mma_tf32(tile[i][j], ab[i], bsm[j]);
+                        } else if constexpr (PIX_B) {
+                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
+                            else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
+                        } else {
+                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
+                            else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
+                            mf_mma_tf32(tile[i][j], ab[i], bsm[j]);
+                        }
                         mf_mma_tf32(tile[i][j], ab[i], bb[j]);
                     }
             }
@@ -288,7 +313,7 @@ __device__ __forceinline__ void mf_mma_store(float* C, const float (&acc)[WM / 1
 
 // C (M, N) = epilogue(A . B), A_KC / B_KC as in the FP32 kernel; block tile BM x BN, warps of WM x WN,
 // each warp (WM/16) x (WN/8) mma tiles; blockIdx.z the K slice, added up as `split` says. PREC:
-// MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16 or MF_TF32X3 (kernels/fast/matmul_fast.h).
+// MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul_fast.h).
 // Dynamic shared memory: mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats.
 template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
