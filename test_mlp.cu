@@ -1269,6 +1269,20 @@ static void test_determinism(void) {
     check_identical(train_weights(FAST, PREC_BF16, 0, sizes, 3, ACT_RELU, 33, 10, 17, 4),
                     train_weights(FAST, PREC_BF16, 1, sizes, 3, ACT_RELU, 33, 10, 17, 4), n,
                     "train_mlp_fast.cu BF16: the same with a last batch of 17 rows");
+    // FP32 on pixels (MF_FP32_PIXELS): a first layer whose products take the large 3xTF32 tiles at
+    // 1024 rows (96 and 84 tiles of 128 x 128: at least half a wave up to 192 SMs) but not at the last
+    // batch's 100, so one graph holds steps on pixel bytes and a step on values, the last batch
+    // gathered ahead as values; the launches, step by step, are compared with the CPU elsewhere
+    const int px[] = {784, 1536, 10};
+    size_t wpx[MAX_LAYERS], bpx[MAX_LAYERS];
+    size_t npx = param_layout(px, 2, wpx, bpx);
+    check(matmul_fast_pixels_fit(MF_FWD, 1024, 1536, 784, 0) && matmul_fast_pixels_fit(MF_DWEIGHT, 1536, 784, 1024, 1) &&
+          !matmul_fast_pixels_fit(MF_FWD, 100, 1536, 784, 0),
+          "784,1536,10 in FP32 takes the batch as pixel bytes at 1024 rows, and as values at 100");
+    check_identical(train_weights(FAST, 0, 0, px, 2, ACT_RELU, 1024, 4, 100, 4),
+                    train_weights(FAST, 0, 1, px, 2, ACT_RELU, 1024, 4, 100, 4), npx,
+                    "train_mlp_fast.cu FP32 on pixels: a graph of 4 steps, 3 on pixel bytes and the last on 100 rows "
+                    "of values, gives the same bits as launches");
     // the fused step: runs of several steps in one launch (the next batch fetched during a step,
     // W0's rows and W1's columns kept in shared memory from step to step and written back at the
     // end) give the same bits as one launch a step, whose every tensor the step-by-step cases
@@ -1320,7 +1334,9 @@ static void ref_check_gpu(const char *path, int trainer) {
     gpu_build(&g, trainer, 0, r.sizes, r.L, r.act, r.B, r.B, r.nsteps, 1, TEST_OPTIM);
     cudaCheck(cudaMemcpy(gpu_params_dev(&g), r.params0, sizeof(float) * (size_t)r.nparams, cudaMemcpyHostToDevice));
     if (trainer == FAST) fast::model_sync_copies(&g.f, 0);
-    // the reference's inputs as they are (floats, not bytes): straight into the batch
+    // the reference's inputs as they are (floats, not bytes): straight into the batch, which then holds
+    // values, not pixel bytes
+    if (trainer != READABLE) g.f.x_pixels = 0;
     float *x = gpu_acts_dev(&g)[0];
     int *labels = trainer == READABLE ? g.r.labels : g.f.labels;
     cudaCheck(cudaMemcpy(x, r.inputs, sizeof(float) * (size_t)r.B * r.sizes[0], cudaMemcpyHostToDevice));
