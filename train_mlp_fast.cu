@@ -72,8 +72,10 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #endif
 
 #define FAST_EVAL_BATCH 1024       // evaluation runs the test set in batches of this many rows (or B if larger)
+// the first layer's SGD step rides on its dW below this many weights (nvcc -DFUSED_SGD_MAX_WEIGHTS=N
+// sets another, for A/B runs: dev/NOTES.md)
 #ifndef FUSED_SGD_MAX_WEIGHTS
-#define FUSED_SGD_MAX_WEIGHTS (1 << 18)  // the first layer's SGD step rides on its dW below this many weights
+#define FUSED_SGD_MAX_WEIGHTS (1 << 18)
 #endif
 #define FAST_MAX_GRAPHS 4          // kinds of run of steps an epoch captures (two: see run_steps)
 

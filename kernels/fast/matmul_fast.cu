@@ -17,6 +17,12 @@ static inline bool mf_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0
 // the precision a product is planned in: FP32 on pixels is planned as FP32 (the same tiles)
 static int mf_plan_prec(MfProduct prod, int tf32) { return tf32 == MF_FP32_PIXELS ? 0 : mf_tf32_here(prod, tf32); }
 
+// whether configuration c (of the FP32 list) runs product prod on pixels: the 3xTF32 kernels of the
+// forward and weight-gradient layouts (kernels/fast/mma_tf32.cuh), the only ones built for it
+static int mf_takes_pixels(MfProduct prod, const MatmulFastCfg *c) {
+    return c != NULL && prod != MF_DINP && c->kind == MF_KIND_3XTF32;
+}
+
 MatmulFastPlan matmul_fast_plan(MfProduct prod, int M, int N, int K, int tf32, int have_scratch) {
     return mf_plan(prod, M, N, K, mf_plan_prec(prod, tf32), have_scratch);
 }
@@ -27,10 +33,8 @@ int matmul_fast_plan_fixed(MatmulFastPlan *p, MfProduct prod, int M, int N, int 
 }
 
 int matmul_fast_pixels_fit(MfProduct prod, int M, int N, int K, int have_scratch) {
-    if (prod == MF_DINP) return 0;
     const MatmulFastPlan p = mf_plan(prod, M, N, K, 0, have_scratch);
-    const MatmulFastCfg *c = p.cfg < 0 ? NULL : mf_cfg(0, p.cfg);
-    return c != NULL && c->kind == MF_KIND_3XTF32;
+    return mf_takes_pixels(prod, p.cfg < 0 ? NULL : mf_cfg(0, p.cfg));
 }
 
 const MatmulFastCfg *matmul_fast_configs(int tf32, int *count) {
@@ -43,7 +47,7 @@ int matmul_fast_has_clusters(void) { return mf_has_clusters(); }
 
 int matmul_fast_large_cfg(MfProduct prod, int tf32) {
     const MatmulFastCfg *c = mf_large_cfg(prod, mf_plan_prec(prod, tf32));
-    if (c != NULL && tf32 == MF_FP32_PIXELS && (prod == MF_DINP || c->kind != MF_KIND_3XTF32)) return -1;
+    if (tf32 == MF_FP32_PIXELS && !mf_takes_pixels(prod, c)) return -1;
     return c ? c->id : -1;
 }
 
@@ -54,14 +58,14 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
                      int N, int K, const MatmulFastEpi *epi, float *scratch, int tf32, int pdl, cudaStream_t stream) {
     if (M <= 0 || N <= 0) return;
     static const char *const names[] = {"forward", "dinp", "dweight"};
-    if (tf32 != MF_FP32_PIXELS) tf32 = mf_tf32_here(prod, tf32);
+    tf32 = mf_tf32_here(prod, tf32);
     const MatmulFastCfg *c = mf_cfg(mf_plan_prec(prod, tf32), p->cfg);
     if (c == NULL) {
         fprintf(stderr, "error: matmul_fast: this build has no kernel for the %s product in precision %d ---> try: "
                         "the lists of kernels/fast/configs.cuh\n", names[prod], tf32);
         exit(EXIT_FAILURE);
     }
-    if (tf32 == MF_FP32_PIXELS && (prod == MF_DINP || c->kind != MF_KIND_3XTF32)) {
+    if (tf32 == MF_FP32_PIXELS && !mf_takes_pixels(prod, c)) {
         fprintf(stderr, "error: matmul_fast: the %s product with configuration %d cannot take its batch as pixels "
                         "(MF_FP32_PIXELS) ---> try: matmul_fast_pixels_fit first\n", names[prod], p->cfg);
         exit(EXIT_FAILURE);
