@@ -669,6 +669,29 @@ static void evaluate(Model *m, const DeviceData *d, EvalBuffers *e, double *loss
 // main: the training loop
 
 #ifndef TESTING
+// A run of steps start + 1 .. end of an epoch (1-based), enqueued with a copy of its losses into
+// pinned host memory, then the event `done`.
+typedef struct {
+    int start, end;
+    cudaEvent_t done;
+} StepRun;
+
+// Waits for run k and prints its log line: the mean of its steps' losses, and the time a step since
+// *last_ms (the GPU's time from the epoch's start event to the run's end, so the host's waits do
+// not count). Exits when the run has diverged (log_step).
+static void log_step_run(RunLog *log, const StepRun *k, const float *losses_host, cudaEvent_t epoch_start,
+                         int epoch, float *last_ms) {
+    cudaCheck(cudaEventSynchronize(k->done));
+    float ms;
+    cudaCheck(cudaEventElapsedTime(&ms, epoch_start, k->done));
+    const int n = k->end - k->start;
+    double sum = 0;
+    for (int i = k->start; i < k->end; i++) sum += losses_host[i];
+    log_losses(log, sum, n);
+    log_step(log, epoch, k->end, (ms - *last_ms) / n);
+    *last_ms = ms;
+}
+
 // the parameters and momentum, copied to the host for a checkpoint (common/run.h)
 static void fetch_state(void *model, float *params, float *mbuf) {
     const fast::Model *m = (const fast::Model *)model;
@@ -1241,11 +1264,13 @@ int main(int argc, char **argv) {
     run_log_open(&log, &cfg, PROG_FAST, plan.steps, train_host.num_classes, steps_to_do, (long)run.steps_total);
     int *perm_host;
     cudaCheck(cudaMallocHost((void **)&perm_host, sizeof(int) * (size_t)train.n));
-    float *losses_host = (float *)mallocCheck(sizeof(float) * (size_t)plan.steps);
-    cudaEvent_t epoch_start, epoch_end, log_event;
+    float *losses_host;  // (plan.steps) pinned: each run of steps copies its losses here behind it
+    cudaCheck(cudaMallocHost((void **)&losses_host, sizeof(float) * (size_t)plan.steps));
+    cudaEvent_t epoch_start, epoch_end;
     cudaCheck(cudaEventCreate(&epoch_start));
     cudaCheck(cudaEventCreate(&epoch_end));
-    cudaCheck(cudaEventCreate(&log_event));
+    StepRun runs[2];  // the run just enqueued, and the one before it, whose log line may be waiting
+    for (int i = 0; i < 2; i++) cudaCheck(cudaEventCreate(&runs[i].done));
 
     double loss = 0, acc = 0, train_seconds = 0;
     int epochs_run = 0;
@@ -1256,9 +1281,12 @@ int main(int argc, char **argv) {
         cudaCheck(cudaMemcpyAsync(model.step, &done, sizeof(int), cudaMemcpyHostToDevice, stream));
         cudaCheck(cudaEventRecord(epoch_start, stream));
         float last_log_ms = 0;
-        int last_log_step = done;
         long samples = 0;
-        // runs of steps from one log line to the next; the host waits only to print
+        // Runs of steps from one log line to the next. The host prints a run's line after it has
+        // enqueued the next run, so the GPU never idles while the host waits, reads the losses and
+        // prints. The epoch's last run, and a run after which Ctrl-C or SIGTERM asked to stop, are
+        // waited for at once: a checkpoint must hold the parameters of the steps it counts.
+        int cur = 0, pending = 0;  // runs[cur] is the newest run; pending: runs[1 - cur] awaits its line
         while (done < plan.steps) {
             int next_log = (done / cfg.log_every + 1) * cfg.log_every;
             int end = next_log < plan.steps ? next_log : plan.steps;
@@ -1270,20 +1298,25 @@ int main(int argc, char **argv) {
                 for (int s = done; s < end; s++) train_step(&model, &train, epoch_batch_size(&plan, s, B), &cfg, stream);
             }
             for (int s = done; s < end; s++) samples += epoch_batch_size(&plan, s, B);
-            const int n = end - done;
+            StepRun *k = &runs[cur];
+            k->start = done;
+            k->end = end;
+            cudaCheck(cudaMemcpyAsync(losses_host + done, model.step_losses + done, (size_t)(end - done) * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+            cudaCheck(cudaEventRecord(k->done, stream));
             done = end;
-            cudaCheck(cudaEventRecord(log_event, stream));
-            cudaCheck(cudaEventSynchronize(log_event));
-            float ms_now;
-            cudaCheck(cudaEventElapsedTime(&ms_now, epoch_start, log_event));
-            cudaCheck(cudaMemcpy(losses_host, model.step_losses + last_log_step, n * sizeof(float), cudaMemcpyDeviceToHost));
-            double sum = 0;
-            for (int i = 0; i < n; i++) sum += losses_host[i];
-            log_losses(&log, sum, n);
-            log_step(&log, epoch, done, (ms_now - last_log_ms) / n);  // (exits if the run diverged)
-            last_log_ms = ms_now;
-            last_log_step = done;
-            run_after_steps(&run, &log, epoch, done, plan.steps, n);  // Ctrl-C: checkpoint, exit 130
+            if (pending) {  // the run before this one: its line, and its steps counted
+                const StepRun *prev = &runs[1 - cur];
+                log_step_run(&log, prev, losses_host, epoch_start, epoch, &last_log_ms);
+                run_count_steps(&run, prev->end - prev->start);
+            }
+            pending = 1;
+            if (done == plan.steps || stop_requested()) {
+                log_step_run(&log, k, losses_host, epoch_start, epoch, &last_log_ms);
+                pending = 0;
+                run_after_steps(&run, &log, epoch, done, plan.steps, k->end - k->start);  // Ctrl-C: checkpoint, exit 130
+            }
+            cur = 1 - cur;
         }
         cudaCheck(cudaEventRecord(epoch_end, stream));
         cudaCheck(cudaEventSynchronize(epoch_end));
@@ -1303,10 +1336,10 @@ int main(int argc, char **argv) {
     run_finish(&run);
 
     cudaCheck(cudaFreeHost(perm_host));
-    free(losses_host);
+    cudaCheck(cudaFreeHost(losses_host));
     cudaCheck(cudaEventDestroy(epoch_start));
     cudaCheck(cudaEventDestroy(epoch_end));
-    cudaCheck(cudaEventDestroy(log_event));
+    for (int i = 0; i < 2; i++) cudaCheck(cudaEventDestroy(runs[i].done));
     eval_buffers_free(&eval);
     model_free(&model);
     device_data_free(&train);

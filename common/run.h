@@ -141,11 +141,16 @@ static inline int run_write_checkpoint(Run *r, int epochs_done, int step_in_epoc
     return 1;
 }
 
-// After n more steps, the last of them step `step` of `steps` in epoch `epoch`: counts them, and
-// when Ctrl-C or SIGTERM has asked the run to stop, writes the checkpoint (with -c), closes the
-// log, says so and exits 130.
+// Counts n more steps as done, without looking for a stop: for a trainer that logs a run of steps
+// while its next run is already on the GPU (train_mlp_fast). A checkpoint then would not match the
+// parameters, which are ahead; it calls run_after_steps once nothing later is in flight.
+static inline void run_count_steps(Run *r, int n) { r->steps_total += (uint64_t)n; }
+
+// After n more steps, the last of them step `step` of `steps` in epoch `epoch`, and nothing after
+// them started: counts them, and when Ctrl-C or SIGTERM has asked the run to stop, writes the
+// checkpoint (with -c), closes the log, says so and exits 130.
 static inline void run_after_steps(Run *r, RunLog *log, int epoch, int step, int steps, int n) {
-    r->steps_total += (uint64_t)n;
+    run_count_steps(r, n);
     int sig = stop_requested();
     if (!sig) return;
     int written = step == steps ? run_write_checkpoint(r, epoch, 0, &r->shuffle)

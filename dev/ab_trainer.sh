@@ -11,7 +11,8 @@
 #   bash dev/ab_trainer.sh /tmp/old/train_mlp_fast
 # (Before issue 16 the fast trainer was ./train_mlp, built by `make train`, whose -f 1 is the same path.)
 # DATA: the dataset directory (default: the first of data/mnist, data/fashion-mnist, .data/fashion-mnist,
-# /usr/share/datasets/fashion-mnist that holds the data).
+# /usr/share/datasets/fashion-mnist that holds the data). LOG_EVERY: the runs' -v (default 1000000: one
+# log line an epoch; 100 is the trainers' default, what make bench runs).
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -x "$1" ]; then
     echo "usage: bash dev/ab_trainer.sh OLD_BINARY [NEW_BINARY] [REPS]  (OLD_BINARY must be an executable fast trainer)" >&2
@@ -31,11 +32,11 @@ fi
 [ -n "$DATA" ] || { echo "error: no dataset found ---> try: make data, or DATA=dir" >&2; exit 2; }
 
 epoch_ms() {  # binary, flags... -> median epoch time in ms over epochs 2..5, or FAIL
-    "$@" -d "$DATA" -n 5 -v 1000000 -o /tmp/ab_trainer.csv 2>&1 |
+    "$@" -d "$DATA" -n 5 -v "${LOG_EVERY:-1000000}" -o /tmp/ab_trainer.csv 2>&1 |
         awk '/^epoch [0-9]+ done/ {n++; if (n > 1) print $5 * 1000}' | sort -n |
         awk '{v[NR] = $1} END {if (NR == 0) print "FAIL"; else print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2}'
 }
-echo "# dev/ab_trainer.sh: old = $OLD, new = $NEW, data $DATA, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+echo "# dev/ab_trainer.sh: old = $OLD, new = $NEW, data $DATA, -v ${LOG_EVERY:-1000000}, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 for rep in $(seq 1 "$REPS"); do
     for v in new old; do
         b=$NEW
