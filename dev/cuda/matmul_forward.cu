@@ -55,6 +55,8 @@ Run:
   ./matmul_forward sweep CSV big tf32    the same for versions 10 and 11 only
   ./matmul_forward sweep CSV big bf16    the same in BF16 only (version 15, the trainer's -x 2), with cuBLAS
                                          BF16 (CUBLAS_COMPUTE_32F_FAST_16BF) beside
+  ./matmul_forward sweep CSV pixels      FP32 on a batch of pixels (the trainer's first layer in FP32:
+                                         forward and weight gradient, batch 64, 256 and 1024)
   ./matmul_forward one PROD B IN OUT TF32 CFG SPLITS   one validated call, then 3 more (for ncu);
                             TF32 0 (v9), 1 (v10), 2 (v11) or 3 (v15, BF16); CFG `cublas`: that version's
                             cuBLAS yardstick
@@ -1071,6 +1073,100 @@ static int sweep(const char* csv_file, int which, const int* precs, int nprec) {
     return failed;
 }
 
+// ----------------------------------------------------------------------------
+// sweep ... pixels: FP32 on a batch of pixels (the launchers' MF_FP32_PIXELS), the fast trainer's
+// first-layer products in FP32: the forward product's A and the weight gradient's B are the batch,
+// held as its bytes 0..255, and the kernel divides the other operand by 255 (two TF32 products where
+// 3xTF32 takes three, so the FP32 tuned picks need not be the fastest here). Every 3xTF32
+// configuration and K split on the three trainers' first layers, each checked against the CPU's
+// product of the bytes over 255 (FP32's 1e-5) and for repeatable bits, and timed.
+
+static void pixel_call(void* ctx) {
+    Bufs* b = (Bufs*)ctx;
+    run_fast(MF_FP32_PIXELS, b->C, b->A, b->B, &b->p, b->scratch, 0);
+}
+
+static int validate_pixels(Bufs* b, const char* what) {
+    const size_t nc = (size_t)b->p.M * b->p.N;
+    float* h2 = (float*)mallocCheck(nc * 4);
+    cudaCheck(cudaMemset(b->C, 0xFF, nc * 4));
+    pixel_call(b);
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMemcpy(b->hC, b->C, nc * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemset(b->C, 0xFF, nc * 4));
+    pixel_call(b);
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaMemcpy(h2, b->C, nc * 4, cudaMemcpyDeviceToHost));
+    const double err = rel_err(b->hC, b->ref, nc);
+    const int det = memcmp(h2, b->hC, nc * 4) == 0, ok = err < 1e-5 && det;
+    if (!ok)
+        printf("  pixels %s B=%d %d->%d %s: rel err %.2e (tol 1e-05)%s FAIL\n", prod_names[b->p.prod], b->p.Bsz,
+               b->p.IN, b->p.OUT, what, err, det ? "" : " NOT REPEATABLE");
+    free(h2);
+    return ok;
+}
+
+static int sweep_pixels(const char* csv_file) {
+    static const int shapes[3][3] = {{64, 784, 128}, {256, 784, 1024}, {BIG_BATCH, 784, 4096}};   // B, IN, OUT
+    printf("\nsweep pixels: every 3xTF32 configuration (c) and K split (s) on a batch of pixels (ms per call, "
+           "median; pick = the planner's, %% of the best)\n");
+    FILE* csv = fopenCheck(csv_file, "w");
+    fprintf(csv, "prod,B,IN,OUT,M,N,K,cfg,splits,ms,pick\n");
+    int passed = 0, failed = 0, ncfg;
+    const MatmulFastCfg* cfgs = matmul_fast_configs(MF_FP32_PIXELS, &ncfg);
+    for (int si = 0; si < 3; si++)
+        for (int prod = PROD_FWD; prod <= PROD_DWEIGHT; prod += PROD_DWEIGHT - PROD_FWD) {
+            Problem p = make_problem(shapes[si][0], shapes[si][1], shapes[si][2], prod);
+            Bufs b; bufs_init(&b, p, 0);
+            float* px = prod == PROD_FWD ? b.hA : b.hB;   // the batch, B x IN either way
+            float* dpx = prod == PROD_FWD ? b.A : b.B;
+            const size_t npx = (size_t)p.Bsz * p.IN, nc = (size_t)p.M * p.N;
+            for (size_t i = 0; i < npx; i++) px[i] = (float)(int)(128.0f * (rand_uniform() + 1.0f));   // 0..255
+            cudaCheck(cudaMemcpy(dpx, px, npx * 4, cudaMemcpyHostToDevice));
+            b.ref = (double*)mallocCheck(nc * sizeof(double));
+            matmul_cpu(b.ref, b.hA, b.hB, &p);
+            for (size_t i = 0; i < nc; i++) b.ref[i] /= 255.0;
+            const int scratch = prod == PROD_DWEIGHT;
+            const MatmulFastPlan pick = matmul_fast_plan((MfProduct)prod, p.M, p.N, p.K, MF_FP32_PIXELS, scratch);
+            const int pick_fits = matmul_fast_pixels_fit((MfProduct)prod, p.M, p.N, p.K, scratch);
+            printf("%-7s B=%-4d %4d->%-4d M %4d N %4d K %4d |", prod_names[prod], p.Bsz, p.IN, p.OUT, p.M, p.N, p.K);
+            float best = 1e30f; int bc = -1, bs = 0;
+            for (int ci = 0; ci < ncfg; ci++) {
+                if (cfgs[ci].kind != MF_KIND_3XTF32) continue;   // only these take pixels
+                for (int sp = 1; sp <= 8; sp *= 2) {
+                    MatmulFastPlan plan;
+                    if (!fixed_plan(&plan, &p, MF_FP32_PIXELS, cfgs[ci].id, sp)) continue;   // not possible here
+                    forced_plan = &plan;
+                    int ok = validate_pixels(&b, "before");
+                    const float ms = bench_ms(pixel_call, &b);
+                    ok = validate_pixels(&b, "after") && ok;
+                    if (!ok) printf("    ^ forced c%d/s%d\n", cfgs[ci].id, sp);
+                    passed += ok; failed += !ok;
+                    const int is_pick = pick_fits && cfgs[ci].id == pick.cfg && pick.splits == sp;
+                    fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%.6f,%d\n", prod_names[prod], p.Bsz, p.IN, p.OUT, p.M,
+                            p.N, p.K, cfgs[ci].id, sp, ms, is_pick);
+                    if (ms < best) { best = ms; bc = cfgs[ci].id; bs = sp; }
+                }
+            }
+            forced_plan = NULL;
+            printf(" best c%d/s%d %.4f", bc, bs, best);
+            if (pick_fits) {
+                forced_plan = &pick;
+                const float pms = bench_ms(pixel_call, &b);
+                forced_plan = NULL;
+                printf(" pick c%d/s%d %.4f (%.0f%%)\n", pick.cfg, pick.splits, pms, 100.0 * best / pms);
+            } else {
+                printf(" pick c%d/s%d: not a 3xTF32 configuration, the trainer gathers values here\n", pick.cfg,
+                       pick.splits);
+            }
+            fflush(stdout);
+            bufs_free(&b);
+        }
+    fclose(csv);
+    printf("\nwrote %s\nsweep pixels: %d passed, %d failed\n", csv_file, passed, failed);
+    return failed;
+}
+
 // What "TF32" means for FP32 inputs: the tensor cores use the top 19 bits of each float as they find
 // them, so a library that feeds FP32 data straight in truncates every input toward zero, while the
 // trainer's kernels round to nearest first (cvt.rna). Which one cuBLAS TF32 does is measured here: its
@@ -1115,12 +1211,15 @@ int main(int argc, char** argv) {
         const int which = argc > 3 && strcmp(argv[3], "wide") == 0 ? SWEEP_WIDE
                         : argc > 3 && strcmp(argv[3], "big") == 0  ? SWEEP_BIG : SWEEP_ALL;
         const int named_all = argc > 3 && strcmp(argv[3], "all") == 0;   // the trainers' 24, to add a precision
+        if (argc == 4 && strcmp(argv[3], "pixels") == 0)   // FP32 on pixels, the first layers' two products
+            return sweep_pixels(csv_path(argv[2], "matmul_sweep_pixels", sbuf, sizeof(sbuf))) ? EXIT_FAILURE
+                                                                                              : EXIT_SUCCESS;
         const int fp32_only = argc > 4 && strcmp(argv[4], "fp32") == 0;   // version 9 only (an FP32 A/B in less time)
         const int bf16_only = argc > 4 && strcmp(argv[4], "bf16") == 0;   // version 15 only
         const int tf32_only = argc > 4 && strcmp(argv[4], "tf32") == 0;   // versions 10 and 11 only
         if (argc > 5 || (argc > 3 && which == SWEEP_ALL && !named_all) ||
             (argc > 4 && !fp32_only && !bf16_only && !tf32_only)) {
-            fprintf(stderr, "usage: %s sweep [CSV] [all|wide|big [fp32|tf32|bf16]]\n", argv[0]);
+            fprintf(stderr, "usage: %s sweep [CSV] [all|wide|big [fp32|tf32|bf16] | pixels]\n", argv[0]);
             return EXIT_FAILURE;
         }
         static const int all[3] = {0, MF_TF32_ROUND, MF_TF32_EXACT}, fp32[1] = {0}, bf16[1] = {MF_BF16};
