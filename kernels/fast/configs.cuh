@@ -71,7 +71,7 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 // table (and for 20 and 21 the planner's large products, mf_large) picks them, for the big and the
 // wide model's products, where three TF32 products cost less than one FP32 product on the CUDA
 // cores (20, 21: the big model's and larger ones'; 21 also for dinp 1024 -> 784
-// at batch 256; 22 and 28: the wide model's at batch 256; 24: the small model's at batch 64).
+// and dW 1024 x 1024 at batch 256; 22 and 28: the wide model's at batch 256; 24: the small model's at batch 64).
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
 #define MF_3XTF32_CONFIGS(X)                                                                     \
     X(20, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0))                          \

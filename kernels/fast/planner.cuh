@@ -153,13 +153,16 @@ static const MatmulFastTuned mf_tuned[] = {
     {MF_DINP, 256, 1024, 1024, MF_TF32_ROUND, 0, 8},
     {MF_DWEIGHT, 1024, 784, 256, MF_TF32_ROUND, 4, 1},
     {MF_DWEIGHT, 1024, 1024, 256, MF_TF32_ROUND, 4, 1},
-    // FP32 at batch 256 (3xTF32 configurations), from `matmul_forward sweep CSV wide fp32` on an H100
+    // FP32 at batch 256 (3xTF32 configurations), from `matmul_forward sweep CSV wide fp32` on an H100,
+    // but for the second layer's dW: alone, 64 x 64 tiles (22, 256 blocks) are its fastest, but in the
+    // step it runs on the side stream beside dinp, the critical path, and with 128 x 128 tiles (21, 64
+    // blocks) it leaves dinp more of the SMs: the trainer's epoch is faster (dev/NOTES.md)
     {MF_FWD, 256, 1024, 784, 0, 28, 2},
     {MF_DINP, 256, 784, 1024, 0, 21, 8},
     {MF_DWEIGHT, 1024, 784, 256, 0, 22, 1},
     {MF_FWD, 256, 1024, 1024, 0, 28, 2},
     {MF_DINP, 256, 1024, 1024, 0, 28, 2},
-    {MF_DWEIGHT, 1024, 1024, 256, 0, 22, 1},
+    {MF_DWEIGHT, 1024, 1024, 256, 0, 21, 1},
     // and the small model's (784 -> 128 at batch 64; the head is its own kernel), from `... sweep CSV
     // all fp32` on an H100
     {MF_FWD, 64, 128, 784, 0, 24, 8},
