@@ -78,7 +78,7 @@ ifneq ($(NVCC_PATH),)
     ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
   endif
   NVCC_NOTE := ✓ nvcc $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu dev/bin/fused_profile
+  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu dev/bin/fused_profile dev/bin/libtimeline.so
 else
   ARCH_NOTE := no CUDA build (CPU only)
   NVCC_NOTE := ✗ nvcc (CPU only: the GPU trainers and test_mlp are not built$(if $(filter none,$(NVCC)),: NVCC=none,))
@@ -183,6 +183,12 @@ test_mlp: test_mlp.cu train_mlp.cu train_mlp_fast.cu train_mlp_cpu.c $(FAST_OBJS
 dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)
 	@mkdir -p dev/bin
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -I. $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+
+# every kernel's start and end on the GPU, for dev/timeline.py (a dev tool: a CUPTI injection library,
+# loaded into a program through CUDA_INJECTION64_PATH; dev/timeline.c)
+dev/bin/libtimeline.so: dev/timeline.c
+	@mkdir -p dev/bin
+	$(NVCC) -shared -Xcompiler "-fPIC -Wall" $< -lcupti -o $@
 
 # train_mlp_fast -g against its one-GPU path: host code that runs the trainer (CUDA only counts the GPUs)
 tests/bin/test_multi_gpu: tests/test_multi_gpu.cu $(COMMON_H) $(TEST_H)
