@@ -78,7 +78,13 @@ ifneq ($(NVCC_PATH),)
     ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
   endif
   NVCC_NOTE := ✓ nvcc $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu dev/bin/fused_profile dev/bin/libtimeline.so
+  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu dev/bin/fused_profile
+  # CUPTI (the toolkit's profiling interface), for the dev tool dev/bin/libtimeline.so: its headers
+  # beside nvcc's, or in the toolkit's extras/CUPTI; a toolkit without it leaves the tool out
+  CUPTI_DIR := $(firstword $(foreach d,$(dir $(NVCC_PATH))../extras/CUPTI $(dir $(NVCC_PATH))..,$(if $(wildcard $(d)/include/cupti.h),$(d))))
+  ifneq ($(CUPTI_DIR),)
+    CUDA_TARGETS += dev/bin/libtimeline.so
+  endif
 else
   ARCH_NOTE := no CUDA build (CPU only)
   NVCC_NOTE := ✗ nvcc (CPU only: the GPU trainers and test_mlp are not built$(if $(filter none,$(NVCC)),: NVCC=none,))
@@ -187,8 +193,9 @@ dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COM
 # every kernel's start and end on the GPU, for dev/timeline.py (a dev tool: a CUPTI injection library,
 # loaded into a program through CUDA_INJECTION64_PATH; dev/timeline.c)
 dev/bin/libtimeline.so: dev/timeline.c
+	@test -n "$(CUPTI_DIR)" || { echo "error: no CUPTI (cupti.h) beside nvcc: the CUDA toolkit's profiling interface is not installed" >&2; exit 1; }
 	@mkdir -p dev/bin
-	$(NVCC) -shared -Xcompiler "-fPIC -Wall" $< -lcupti -o $@
+	$(NVCC) -shared -Xcompiler "-fPIC -Wall" -I$(CUPTI_DIR)/include $< -L$(CUPTI_DIR)/lib64 -lcupti -o $@
 
 # train_mlp_fast -g against its one-GPU path: host code that runs the trainer (CUDA only counts the GPUs)
 tests/bin/test_multi_gpu: tests/test_multi_gpu.cu $(COMMON_H) $(TEST_H)

@@ -1286,7 +1286,7 @@ int main(int argc, char **argv) {
         // enqueued the next run, so the GPU never idles while the host waits, reads the losses and
         // prints. The epoch's last run, and a run after which Ctrl-C or SIGTERM asked to stop, are
         // waited for at once: a checkpoint must hold the parameters of the steps it counts.
-        int cur = 0, pending = 0;  // runs[cur] is the newest run; pending: runs[1 - cur] awaits its line
+        const StepRun *waiting = NULL;  // the run before the newest one, while its line is not printed
         while (done < plan.steps) {
             int next_log = (done / cfg.log_every + 1) * cfg.log_every;
             int end = next_log < plan.steps ? next_log : plan.steps;
@@ -1298,25 +1298,23 @@ int main(int argc, char **argv) {
                 for (int s = done; s < end; s++) train_step(&model, &train, epoch_batch_size(&plan, s, B), &cfg, stream);
             }
             for (int s = done; s < end; s++) samples += epoch_batch_size(&plan, s, B);
-            StepRun *k = &runs[cur];
+            StepRun *k = waiting == &runs[0] ? &runs[1] : &runs[0];
             k->start = done;
             k->end = end;
             cudaCheck(cudaMemcpyAsync(losses_host + done, model.step_losses + done, (size_t)(end - done) * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream));
             cudaCheck(cudaEventRecord(k->done, stream));
             done = end;
-            if (pending) {  // the run before this one: its line, and its steps counted
-                const StepRun *prev = &runs[1 - cur];
-                log_step_run(&log, prev, losses_host, epoch_start, epoch, &last_log_ms);
-                run_count_steps(&run, prev->end - prev->start);
+            if (waiting) {  // its line, and its steps counted
+                log_step_run(&log, waiting, losses_host, epoch_start, epoch, &last_log_ms);
+                run_count_steps(&run, waiting->end - waiting->start);
             }
-            pending = 1;
+            waiting = k;
             if (done == plan.steps || stop_requested()) {
                 log_step_run(&log, k, losses_host, epoch_start, epoch, &last_log_ms);
-                pending = 0;
+                waiting = NULL;
                 run_after_steps(&run, &log, epoch, done, plan.steps, k->end - k->start);  // Ctrl-C: checkpoint, exit 130
             }
-            cur = 1 - cur;
         }
         cudaCheck(cudaEventRecord(epoch_end, stream));
         cudaCheck(cudaEventSynchronize(epoch_end));
