@@ -238,16 +238,13 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
                 for (int i = 0; i < MI; i++)
                     #pragma unroll
                     for (int j = 0; j < NI; j++) {
-                        if constexpr (PIX_A) {
-                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], ab[i], bsm[j]);
+                        if constexpr (!PIX_A) {   // A's small part times B (none where A is pixels)
+                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
+                            else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
+                        }
+                        if constexpr (!PIX_B) {   // A times B's small part (none where B is pixels)
+                            if (kk == 0 && PIX_A) mf_mma_tf32_from0(tile[i][j], ab[i], bsm[j]);
                             else mf_mma_tf32(tile[i][j], ab[i], bsm[j]);
-                        } else if constexpr (PIX_B) {
-                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
-                            else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
-                        } else {
-                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
-                            else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
-                            mf_mma_tf32(tile[i][j], ab[i], bsm[j]);
                         }
                         mf_mma_tf32(tile[i][j], ab[i], bb[j]);
                     }
