@@ -117,7 +117,8 @@ static const char *const PREC_SHORT[] = {"", " TF32", " BF16"};
 // emulated value or its TF32 neighbour (a sum within FP32 rounding of a rounding boundary goes either
 // way, as does a relu unit within 1e-5 of 0), and at most TF32_NEIGHBOURS of them the neighbour (a
 // correct product: FP32 order differences ~1e-6 over a TF32 step of 5e-4 to 1e-3, well under 1%;
-// truncated weights: ~30%).
+// the big model's 4096-long sums on the K-major wgmma kernel, which adds all of K in the tensor
+// cores' accumulator (~1e-5: test_matmul_tf32k), 3.1% with tanh; truncated weights: ~30%).
 // The fused head (C <= 32, kernels/fast/head.cuh) computes the logits and the last hidden layer's
 // gradient in FP32 on those inputs: those two are held to the FP32 floor against the FP32 product.
 // BF16 (-x 2) is emulated the same way with round_bf16 (kernels/fast/tf32.cuh: the kernels' rounding), with
@@ -126,7 +127,7 @@ static const char *const PREC_SHORT[] = {"", " TF32", " BF16"};
 // stored as FP32 values: they are compared as products (the same share bound), not value by value.
 #define EMU_SHARE 0.1
 #define EMU_FLOOR 2e-6
-#define TF32_NEIGHBOURS 0.02
+#define TF32_NEIGHBOURS 0.05
 
 typedef struct {
     char name[48];
@@ -596,10 +597,29 @@ static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, 
     free(h.labels);
 }
 
+// -x 1 with the hidden layers' products on the K-major TF32 kernel and its copies (model_tf32k), which
+// the trainer takes only where the tiles fill the GPU (the big model, below): here at any fill, so
+// that these smaller models take it; the test says whether layer 1 did, and layer 0's dW (model_tf32k0:
+// with layer 1's dinp storing its output transposed for it).
+static void gpu_vs_cpu_tf32k(const int *sizes, int L, int act, int B, int last_bs) {
+    const float fill = matmul_fast_tf32k_set_min_fill(0.0f);
+    fast::Model m;
+    fast::model_build(&m, sizes, L, act, B, B, PREC_TF32, B, 1);
+    const int taken = fast::model_tf32k(&m, 1, B), taken0 = fast::model_tf32k0(&m, B);
+    fast::model_free(&m);
+    if (!matmul_fast_tf32k_fits(1 << 12, 1 << 12, 1 << 12)) {
+        skip("this build has no wgmma kernel (GPU_ARCH=90 builds it): -x 1's K-major path is not run");
+    } else if (check(taken && taken0, "layer 1 of this model takes the K-major TF32 kernel at batch %d (%s), and layer "
+                     "0's dW (%s)", B, taken ? "yes" : "no", taken0 ? "yes" : "no")) {
+        gpu_vs_cpu(FAST, PREC_TF32, sizes, L, act, B, last_bs);
+    }
+    matmul_fast_tf32k_set_min_fill(fill);
+}
+
 // The big model (784,4096,4096,10, batch 1024): its products are the planner's tuned table's, which
-// on a GPU of the table's SM count run FP32 as 3xTF32 on the tensor cores and BF16 on larger tiles
-// than any smaller model reaches. 3 steps (each ~120 GFLOP on the CPU side), tanh (see "The wide
-// model" above), under the FP32 and BF16 tolerances.
+// on a GPU of the table's SM count run FP32 as 3xTF32 on the tensor cores, BF16 on larger tiles than
+// any smaller model reaches, and TF32 on the K-major kernel. 3 steps (each ~120 GFLOP on the CPU
+// side), tanh (see "The wide model" above), under each precision's tolerances.
 static void gpu_vs_cpu_big(int prec) {
     const int sizes[] = {784, 4096, 4096, 10}, B = 1024, steps = 3;
     printf("\n-- %s%s: 784,4096,4096,10 tanh, B=%d, %d steps (the big model's tuned kernels)\n", TRAINER_NAMES[FAST],
@@ -1013,6 +1033,173 @@ static void test_matmul_large(void) {
     cudaCheck(cudaFree(dC));
 }
 
+// -x 1's K-major TF32 kernel (kernels/fast/wgmma_bf16.cuh with T = float: matmul_fast_tf32k_run) and the
+// copies it reads (kernels/fast/transpose_fast.cuh). C = epi(A . B^T) on random TF32 values, against
+// their product in double, so the kernel's error is summation alone, in every configuration; on
+// shapes whose M, N and K are no multiple of the tiles' 64 or 128, 128 or 256, and 32 (edge tiles in
+// every direction), and on whole tiles with a longer K. The bound grows with K: the kernel adds all
+// of K in the tensor cores' accumulator, whose error measured 2.5e-9 K (7.3e-7 at K = 296, 2.5e-6 at
+// 1036; the mma.sync kernels add each K step's sums with FADD instead, MM_CFG_BOUND), a hundredth of
+// TF32's own error at K = 1036 and far below a truncated operand's or a missed K step's. With the
+// trainer's epilogues: forward with bias, relu and the output rounded to TF32 (every output must then
+// be a TF32 value), dinp with tanh's derivative, dweight raw, and dweight with its SGD step (the sums
+// against the CPU as raw ones; W, its momentum and its TF32 copy bit for bit against sgd_update_fast's
+// step with the kernel's own gradient, the same sgd_one per weight; the transposed copy, where M allows
+// it, bit for bit that TF32 copy transposed), on the float4 path and, with W one float off 16-byte
+// alignment, the general one; and dinp with its transposed copy (where M allows it), bit for bit the
+// kernel's dinp rounded and transposed. Then the copies: tf32_transpose against round_tf32 of each element at
+// its transposed place (and at its own place, for the rounded copy), bit for bit. NaN in the outputs
+// first, so an element never written fails.
+static void test_matmul_tf32k(void) {
+    section("the K-major TF32 matmul kernel against the CPU, and its transposed copies");
+    if (!matmul_fast_tf32k_fits(1 << 12, 1 << 12, 1 << 12)) {
+        skip("this build has no wgmma kernel (GPU_ARCH=90 builds it): the K-major TF32 kernel is not run");
+        return;
+    }
+    const float fill = matmul_fast_tf32k_set_min_fill(0.0f);   // (any fill: these shapes are small)
+    const int shapes[3][3] = {{203, 300, 296}, {128, 256, 1036}, {76, 132, 200}};   // M, N, K; the second: whole tiles
+    const int max_elems = 300 * 1036;
+    float *hA = (float *)mallocCheck(max_elems * sizeof(float)), *hB = (float *)mallocCheck(max_elems * sizeof(float));
+    float *hC = (float *)mallocCheck(max_elems * sizeof(float)), *refc = (float *)mallocCheck(max_elems * sizeof(float));
+    float *aux = (float *)mallocCheck(max_elems * sizeof(float)), *bias = (float *)mallocCheck(300 * sizeof(float));
+    float *hS = (float *)mallocCheck(max_elems * sizeof(float)), *hT = (float *)mallocCheck(max_elems * sizeof(float));
+    double *sums = (double *)mallocCheck(max_elems * sizeof(double));
+    float *dA = (float *)cudaMallocCheck(max_elems * sizeof(float), "A");
+    float *dB = (float *)cudaMallocCheck(max_elems * sizeof(float), "B");
+    float *dC = (float *)cudaMallocCheck(max_elems * sizeof(float), "C");
+    float *daux = (float *)cudaMallocCheck(max_elems * sizeof(float), "aux");
+    float *dbias = (float *)cudaMallocCheck(300 * sizeof(float), "bias");
+    float *sgd_dev[7];   // the SGD epilogue's W, momentum and TF32 copy (one float more: the misaligned
+                         // case), then sgd_update_fast's, the reference; and the transposed copy
+    for (int k = 0; k < 7; k++) sgd_dev[k] = (float *)cudaMallocCheck((max_elems + 1) * sizeof(float), "SGD");
+    Rng rng;
+    rng_seed(&rng, 41, 1);
+    for (int i = 0; i < 300; i++) bias[i] = rng_uniform(&rng) - 0.5f;
+    cudaCheck(cudaMemcpy(dbias, bias, 300 * sizeof(float), cudaMemcpyHostToDevice));
+    for (int sh = 0; sh < 3; sh++) {
+        const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+        const size_t mn = (size_t)M * N;
+        for (int i = 0; i < M * K; i++) hA[i] = round_tf32(rng_uniform(&rng) * 2 - 1);
+        for (int i = 0; i < N * K; i++) hB[i] = round_tf32(rng_uniform(&rng) * 2 - 1);
+        for (size_t i = 0; i < mn; i++) aux[i] = rng_uniform(&rng) * 2 - 1;   // tanh outputs in (-1, 1)
+        cudaCheck(cudaMemcpy(dA, hA, (size_t)M * K * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(dB, hB, (size_t)N * K * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(daux, aux, mn * sizeof(float), cudaMemcpyHostToDevice));
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) sums[(size_t)m * N + n] = mm_ref(MF_FWD, hA, hB, M, N, K, m, n, 0);   // (TF32 values already)
+        for (int cfg = 0; cfg < matmul_fast_tf32k_num_cfgs(); cfg++)
+            for (int variant = 0; variant < 6; variant++) {   // raw, forward, dinp, SGD; SGD off alignment; dinp
+                                                              // with its transposed copy
+                const int kind = variant < MF_EPI_SGD ? variant : variant == 5 ? MF_EPI_DINP : MF_EPI_SGD;
+                const int off = variant == 4;
+                for (size_t i = 0; i < mn; i++) {
+                    const double sum = sums[i];
+                    float v = (float)sum;
+                    const int n = (int)(i % N);
+                    if (kind == MF_EPI_FORWARD) v = round_tf32(v + bias[n] > 0 ? v + bias[n] : 0.0f);
+                    if (kind == MF_EPI_DINP) v = (float)(sum * (1.0 - (double)aux[i] * aux[i]));
+                    refc[i] = v;
+                }
+                const float lr = 0.05f, mu = 0.9f, wd = 1e-4f;
+                const MatmulFastEpi epi = {kind, kind == MF_EPI_FORWARD ? ACT_RELU : kind == MF_EPI_DINP ? ACT_TANH : ACT_NONE,
+                                           kind == MF_EPI_FORWARD ? dbias : NULL, kind == MF_EPI_DINP ? daux : NULL,
+                                           {sgd_dev[0] + off, sgd_dev[1] + off, lr, mu, wd, sgd_dev[2] + off},
+                                           kind == MF_EPI_FORWARD};
+                float *param_t = (variant == 3 || variant == 5) && M % 4 == 0 ? sgd_dev[6] : NULL;
+                if (param_t) cudaCheck(cudaMemset(param_t, 0xFF, mn * sizeof(float)));
+                if (kind == MF_EPI_SGD) {   // W and its momentum random, the same in both; the TF32 copies NaN
+                    for (int k = 0; k < 2; k++) {
+                        for (size_t i = 0; i < mn; i++) hS[i] = rng_uniform(&rng) * 2 - 1;
+                        cudaCheck(cudaMemcpy(sgd_dev[k] + off, hS, mn * sizeof(float), cudaMemcpyHostToDevice));
+                        cudaCheck(cudaMemcpy(sgd_dev[3 + k], hS, mn * sizeof(float), cudaMemcpyHostToDevice));
+                    }
+                    cudaCheck(cudaMemset(sgd_dev[2] + off, 0xFF, mn * sizeof(float)));
+                    cudaCheck(cudaMemset(sgd_dev[5], 0xFF, mn * sizeof(float)));
+                }
+                cudaCheck(cudaMemset(dC, 0xFF, mn * sizeof(float)));   // NaN: every element must be written
+                matmul_fast_tf32k_run_cfg(cfg, dC, dA, dB, M, N, K, &epi, param_t, 0, 0);
+                cudaCheck(cudaDeviceSynchronize());
+                download(hC, dC, mn);
+                if (kind == MF_EPI_SGD) {
+                    sgd_update_fast(sgd_dev[3], dC, sgd_dev[4], sgd_dev[5], mn, lr, mu, wd, 1, 0);
+                    int bad = 0;   // tensors that differ: W, its momentum, its TF32 copy
+                    for (int k = 0; k < 3; k++) {
+                        download(hS, sgd_dev[k] + off, mn);
+                        download(hT, sgd_dev[3 + k], mn);
+                        bad += memcmp(hS, hT, mn * 4) != 0;
+                    }
+                    int bad_t = 0;   // hS: the kernel's TF32 copy (the last of the three)
+                    if (param_t) {
+                        download(hT, param_t, mn);
+                        for (int m = 0; m < M; m++)
+                            for (int n = 0; n < N; n++)
+                                bad_t += memcmp(&hT[(size_t)n * M + m], &hS[(size_t)m * N + n], 4) != 0;
+                    }
+                    check(bad == 0 && bad_t == 0, "configuration %d, SGD epilogue%s, %dx%d: W, its momentum and its "
+                          "TF32 copy equal sgd_update_fast's step on the kernel's gradient (%d of 3 differ)%s (%d differ)",
+                          cfg, off ? " (W not 16-byte aligned)" : "", M, N, bad,
+                          param_t ? ", the transposed copy that copy transposed" : ", no transposed copy", bad_t);
+                }
+                // forward's outputs are rounded to TF32 on both sides: the rounding can turn an FP32 sum's
+                // last-bit difference into one TF32 step (2^-11 relative) for a few outputs, so its bound is
+                // TF32's half step over the norm (a wrong rounding, or none, shows up at every output)
+                const double e = rel_norm(hC, refc, mn);
+                const double bound = kind == MF_EPI_FORWARD ? 5e-4 : fmax(MM_CFG_BOUND, 4e-9 * K);
+                if (variant == 5 && param_t) {   // dinp^T rounded, bit for bit from the kernel's own dinp
+                    download(hT, param_t, mn);
+                    int bad_t = 0;
+                    for (int m = 0; m < M; m++)
+                        for (int n = 0; n < N; n++) {
+                            const float want = round_tf32(hC[(size_t)m * N + n]);
+                            bad_t += memcmp(&hT[(size_t)n * M + m], &want, 4) != 0;
+                        }
+                    check(bad_t == 0, "configuration %d, dinp epilogue, %dx%d: the transposed copy is dinp rounded to "
+                          "TF32 and transposed (%d of %zu differ)", cfg, M, N, bad_t, mn);
+                }
+                const char *names[] = {"raw (dweight)", "forward", "dinp", "SGD (dweight)", "SGD, W off alignment,",
+                                       "dinp with its transposed copy,"};
+                check(e <= bound, "configuration %d, %s epilogue, %dx%dx%d: rel norm %.2e (<= %.1e)", cfg,
+                      names[variant], M, N, K, e, bound);
+                if (kind == MF_EPI_FORWARD) {
+                    int bad = 0;
+                    for (size_t i = 0; i < mn; i++) bad += round_tf32(hC[i]) != hC[i];
+                    check(bad == 0, "configuration %d, forward epilogue: every output is a TF32 value (%d of %zu are not)",
+                          cfg, bad, mn);
+                }
+            }
+    }
+    // the copies: a transposed one alone, and with the rounded one in place; on FP32 values (not TF32)
+    const int tshapes[2][2] = {{37, 45}, {96, 64}};
+    for (int sh = 0; sh < 2; sh++) {
+        const int R = tshapes[sh][0], C = tshapes[sh][1];
+        for (int i = 0; i < R * C; i++) hA[i] = rng_uniform(&rng) * 2 - 1;
+        cudaCheck(cudaMemcpy(dA, hA, (size_t)R * C * sizeof(float), cudaMemcpyHostToDevice));
+        for (int with_same = 0; with_same < 2; with_same++) {
+            cudaCheck(cudaMemset(dB, 0xFF, (size_t)R * C * sizeof(float)));
+            cudaCheck(cudaMemset(dC, 0xFF, (size_t)R * C * sizeof(float)));
+            tf32_transpose(dB, with_same ? dC : NULL, dA, R, C, 0);
+            cudaCheck(cudaDeviceSynchronize());
+            download(hB, dB, (size_t)R * C);
+            download(hC, dC, (size_t)R * C);
+            int bad_t = 0, bad_s = 0;
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < C; c++) {
+                    const float want = round_tf32(hA[(size_t)r * C + c]);
+                    bad_t += memcmp(&hB[(size_t)c * R + r], &want, 4) != 0;
+                    if (with_same) bad_s += memcmp(&hC[(size_t)r * C + c], &want, 4) != 0;
+                    else bad_s += !isnan(hC[(size_t)r * C + c]);   // untouched without it
+                }
+            check(bad_t == 0 && bad_s == 0, "tf32_transpose %dx%d%s: %d transposed and %d %s differ, of %d", R, C,
+                  with_same ? " with the rounded copy" : "", bad_t, bad_s, with_same ? "rounded" : "untouched", R * C);
+        }
+    }
+    matmul_fast_tf32k_set_min_fill(fill);
+    free(hA), free(hB), free(hC), free(refc), free(aux), free(bias), free(hS), free(hT), free(sums);
+    float *dev[] = {dA, dB, dC, daux, dbias};
+    for (float *p : dev) cudaCheck(cudaFree(p));
+    for (float *p : sgd_dev) cudaCheck(cudaFree(p));
+}
+
 // The BF16-operand kernels (kernels/fast/wgmma_bf16.cuh and mma_bf16.cuh, -x 2's large products), each configuration and
 // product on two shapes: all widths multiples of 8, and the batch dimension odd (M for forward and
 // dinp, K for dweight: the tiles' edges). Operands are random BF16 values, and the reference their
@@ -1269,6 +1456,24 @@ static void test_determinism(void) {
     check_identical(train_weights(FAST, PREC_BF16, 0, sizes, 3, ACT_RELU, 33, 10, 17, 4),
                     train_weights(FAST, PREC_BF16, 1, sizes, 3, ACT_RELU, 33, 10, 17, 4), n,
                     "train_mlp_fast.cu BF16: the same with a last batch of 17 rows");
+    // TF32 on the K-major kernel (at any fill, as gpu_vs_cpu_tf32k runs it): each step's dinp reads one
+    // of the two transposed copies of W while its SGD step writes the other (Model's tf32t_parity), so
+    // a run's graph depends on the parity it starts at; runs of 3, 3, 3 and 1 steps start at both, and
+    // the last batch (37 rows) is too short for the kernel (the SGD kernel and a transpose instead)
+    if (matmul_fast_tf32k_fits(1 << 12, 1 << 12, 1 << 12)) {
+        const int deep4[] = {64, 96, 48, 52, 17};
+        size_t w4[MAX_LAYERS], b4[MAX_LAYERS];
+        const size_t n4 = param_layout(deep4, 4, w4, b4);
+        const float fill = matmul_fast_tf32k_set_min_fill(0.0f);
+        check_identical(train_weights(FAST, PREC_TF32, 0, deep4, 4, ACT_TANH, 100, 10, 37, 3),
+                        train_weights(FAST, PREC_TF32, 1, deep4, 4, ACT_TANH, 100, 10, 37, 3), n4,
+                        "train_mlp_fast.cu TF32 on the K-major kernel: runs of 3, 3, 3 and 1 steps from graphs, at "
+                        "both parities of W's transposed copies, the last batch of 37 rows, give the same bits as "
+                        "launches");
+        matmul_fast_tf32k_set_min_fill(fill);
+    } else {
+        skip("this build has no wgmma kernel (GPU_ARCH=90 builds it): the K-major TF32 kernel's graphs are not run");
+    }
     // FP32 on pixels (MF_FP32_PIXELS): a first layer whose products take the large 3xTF32 tiles at
     // 1024 rows (96 and 84 tiles of 128 x 128: at least half a wave up to 192 SMs) but not at the last
     // batch's 100, so one graph holds steps on pixel bytes and a step on values, the last batch
@@ -1537,6 +1742,8 @@ int main(int argc, char **argv) {
         CASE(test_matmul_configs());
         CASE(test_matmul_large());
         CASE(test_matmul_bf16_ops());
+        CASE(test_matmul_tf32k());
+        CASE(gpu_vs_cpu_tf32k(deep4, 4, ACT_TANH, 100, 37));
         CASE(test_determinism());
         return test_exit();
     }
@@ -1576,6 +1783,11 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FAST, 1, head32, 2, ACT_RELU, 33, 9));   // TF32 with the fused head's larger variant
     CASE(gpu_vs_cpu(FAST, 1, many, 2, ACT_SIGMOID, 33, 9));  // TF32 without the fused head: TF32 logits
     CASE(gpu_vs_cpu(FAST, 1, wide, 3, ACT_RELU, 256, 96));
+    // and on the K-major kernel (any fill): two such layers in a row, the last batch's dweight too
+    // short for it (37 rows: the other kernels, while the copies of W stay current), and the wide model
+    CASE(gpu_vs_cpu_tf32k(deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_tf32k(wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_big(PREC_TF32));
     // BF16 mixed precision, the same cases: 4x TF32's tolerances, and each product against its emulation
     CASE(gpu_vs_cpu(FAST, PREC_BF16, small, 2, ACT_SIGMOID, 64, 32));
     CASE(gpu_vs_cpu(FAST, PREC_BF16, odd, 3, ACT_TANH, 33, 17));
@@ -1587,6 +1799,7 @@ int main(int argc, char **argv) {
     CASE(test_matmul_configs());
     CASE(test_matmul_large());
     CASE(test_matmul_bf16_ops());
+    CASE(test_matmul_tf32k());
 
     section("evaluation: the GPU's test loss and accuracy against the CPU's");
     CASE(test_evaluate_synthetic(READABLE, 0));

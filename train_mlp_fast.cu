@@ -65,6 +65,7 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "kernels/fast/matmul_fast.h"    // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
 #include "kernels/fast/sgd_fast.cuh"     // sgd_update_fast, round_tf32_copy
 #include "kernels/fast/softmax_fast.cuh" // softmax_xent_forward_backward_fast: the device step counter
+#include "kernels/fast/transpose_fast.cuh" // tf32_transpose: -x 1's K-major copies (model_tf32k)
 #if defined(MLP_NCCL) && !defined(TESTING)
 #include <dlfcn.h>                       // -g: NCCL is loaded when asked for (nccl_load)
 #include <nccl.h>                        // -g: the all-reduce of the gradients over the GPUs (its types)
@@ -77,7 +78,8 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #ifndef FUSED_SGD_MAX_WEIGHTS
 #define FUSED_SGD_MAX_WEIGHTS (1 << 18)
 #endif
-#define FAST_MAX_GRAPHS 4          // kinds of run of steps an epoch captures (two: see run_steps)
+#define FAST_MAX_GRAPHS 8          // kinds of run of steps an epoch captures (two, each at two parities of
+                                   // params_tf32t: see run_steps)
 
 namespace fast {  // test_mlp.cu includes this file beside train_mlp.cu, whose Model is another
 
@@ -87,6 +89,7 @@ namespace fast {  // test_mlp.cu includes this file beside train_mlp.cu, whose M
 // a run of n steps, the last with last_bs rows, captured into a CUDA graph (run_steps)
 typedef struct {
     int n, last_bs;
+    int parity;   // the model's tf32t_parity at the run's start (0 for a model without params_tf32t)
     cudaGraphExec_t exec;
 } StepGraph;
 
@@ -106,6 +109,16 @@ typedef struct {
     // products read: the weights (flat, params' layout), acts[0 .. L-2] and dacts[1 .. L-1]; else NULL.
     // See model_forward_layers.
     __nv_bfloat16 *params_bf16, *acts_bf16[MAX_LAYERS + 1], *dacts_bf16[MAX_LAYERS + 1];
+    // -x 1, for each hidden layer l >= 1 whose products take the K-major TF32 kernel (model_tf32k),
+    // copies of what its dinp and dweight read that is not K-major: inp_t[l] its input transposed
+    // (IN, B); dout_r[l] and dout_t[l] its output's gradient, dacts[l + 1], rounded (B, OUT) and
+    // rounded and transposed (OUT, B); and in params_tf32t (params' layout, W's slot holding (IN, OUT))
+    // its weights rounded and transposed, twice: a step's dinp reads params_tf32t[tf32t_parity] while
+    // its SGD step writes the new weights into the other one, and the parity flips (the host counts
+    // it). NULL elsewhere. See model_backward_update. And for layer 0, whose dW alone takes the kernel
+    // (model_tf32k0), inp_t[0] the batch transposed and dout_t[0] the rounded dacts[1] transposed.
+    float *params_tf32t[2], *inp_t[MAX_LAYERS], *dout_r[MAX_LAYERS], *dout_t[MAX_LAYERS];
+    int tf32t_parity;
     float *acts[MAX_LAYERS + 1];          // acts[0] the batch (max_batch, sizes[0]); acts[L] the logits
     int x_pixels;                         // acts[0] holds the batch's pixel bytes (model_gather_mode)
     float *dacts[MAX_LAYERS + 1];         // gradients of the same shapes (dacts[0] unused)
@@ -121,6 +134,9 @@ typedef struct {
     // train_steps) and one for the bias gradients (model_backward_update), and the events that order them
     cudaStream_t side, bias_stream;
     cudaEvent_t ev_dout[MAX_LAYERS], ev_dinp[MAX_LAYERS], ev_side_done, ev_bias_done, ev_step;
+    cudaEvent_t ev_dout_t[MAX_LAYERS];    // dout_t[l] written (model_tf32k)
+    cudaEvent_t ev_act[MAX_LAYERS];       // acts[l] written, for the side stream's inp_t[l] (model_tf32k, model_tf32k0)
+    cudaEvent_t ev_x_t;                   // inp_t[0] written (model_tf32k0)
     StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
     int num_graphs;
     FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
@@ -147,6 +163,46 @@ static void model_free_bf16(Model *m) {
     }
 }
 
+static void model_free_tf32k(Model *m) {
+    for (int i = 0; i < 2; i++) {
+        cudaCheck(cudaFree(m->params_tf32t[i]));
+        m->params_tf32t[i] = NULL;
+    }
+    for (int l = 0; l < m->L; l++) {
+        cudaCheck(cudaFree(m->inp_t[l]));
+        cudaCheck(cudaFree(m->dout_r[l]));
+        cudaCheck(cudaFree(m->dout_t[l]));
+        m->inp_t[l] = m->dout_r[l] = m->dout_t[l] = NULL;
+    }
+}
+
+// -x 1's products on the K-major TF32 kernel (kernels/fast/matmul_fast.h, matmul_fast_tf32k_run; sm_90a),
+// where their tiles fill the GPU (the big model's 4096-wide layers). Its operands must be K-major TF32
+// values. The forward product's are (the batch, the hidden outputs and params_tf32 are stored rounded:
+// model_forward_layers), so any layer but the head may take it as it is: model_tf32k_fwd. dinp's weight
+// and both of dweight's operands are not: a hidden layer l >= 1 takes the kernel for those only where the
+// model keeps the copies (Model's inp_t etc., made at model_build when the training batch fits) and
+// all three products fit at this batch: model_tf32k. (W's slices must start 16-byte aligned too.)
+static int model_tf32k_fwd(const Model *m, int l, int bs) {
+    return m->prec == PREC_TF32 && l <= m->L - 2 && m->w_off[l] % 4 == 0 &&
+           matmul_fast_tf32k_fits(bs, m->sizes[l + 1], m->sizes[l]);
+}
+static int model_tf32k_fits(const Model *m, int l, int bs) {
+    const int IN = m->sizes[l], OUT = m->sizes[l + 1];
+    return m->prec == PREC_TF32 && l >= 1 && l <= m->L - 2 && m->w_off[l] % 4 == 0 &&
+           matmul_fast_tf32k_fits(bs, OUT, IN) && matmul_fast_tf32k_fits(bs, IN, OUT) &&
+           matmul_fast_tf32k_fits(OUT, IN, bs);
+}
+static int model_tf32k(const Model *m, int l, int bs) { return m->inp_t[l] != NULL && model_tf32k_fits(m, l, bs); }
+// Layer 0 has no dinp: its dW takes the kernel, with the SGD step in its epilogue, where its forward
+// product does and layer 1 takes it (whose dinp then also stores its output rounded and transposed,
+// dW's operand dout_t[0]; the forward pass transposes the batch, inp_t[0]).
+static int model_tf32k0_fits(const Model *m, int bs) {
+    return m->L >= 3 && model_tf32k_fits(m, 1, bs) && model_tf32k_fwd(m, 0, bs) &&
+           matmul_fast_tf32k_fits(m->sizes[1], m->sizes[0], bs);
+}
+static int model_tf32k0(const Model *m, int bs) { return m->inp_t[0] != NULL && model_tf32k0_fits(m, bs); }
+
 // n_train: rows of the permutation; steps_per_epoch: entries of step_losses
 static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int prec, int n_train,
                         int steps_per_epoch) {
@@ -166,6 +222,22 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     if (prec == PREC_TF32) {
         m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
         cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
+    }
+    for (int l = 1; l < L; l++)
+        if (model_tf32k_fits(m, l, B)) {
+            for (int i = 0; i < 2 && m->params_tf32t[1] == NULL; i++) {
+                m->params_tf32t[i] = (float *)cudaMallocCheck(pbytes, "the transposed TF32 copies of the weights");
+                cudaCheck(cudaMemset(m->params_tf32t[i], 0, pbytes));
+            }
+            const size_t in = (size_t)B * sizes[l] * sizeof(float), out = (size_t)B * sizes[l + 1] * sizeof(float);
+            m->inp_t[l] = (float *)cudaMallocCheck(in, "the transposed TF32 activations");
+            m->dout_r[l] = (float *)cudaMallocCheck(out, "the TF32 activation gradients");
+            m->dout_t[l] = (float *)cudaMallocCheck(out, "the transposed TF32 activation gradients");
+        }
+    if (model_tf32k0_fits(m, B)) {
+        m->inp_t[0] = (float *)cudaMallocCheck((size_t)B * sizes[0] * sizeof(float), "the transposed batch");
+        m->dout_t[0] = (float *)cudaMallocCheck((size_t)B * sizes[1] * sizeof(float),
+                                                "the transposed TF32 activation gradients");
     }
     if (prec == PREC_BF16 && model_bf16_fits(sizes, L)) {
         m->params_bf16 = (__nv_bfloat16 *)cudaMallocCheck(m->num_params * 2, "the BF16 copy of the weights");
@@ -204,7 +276,10 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     for (int l = 0; l < L; l++) {
         cudaCheck(cudaEventCreateWithFlags(&m->ev_dout[l], cudaEventDisableTiming));
         cudaCheck(cudaEventCreateWithFlags(&m->ev_dinp[l], cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_dout_t[l], cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_act[l], cudaEventDisableTiming));
     }
+    cudaCheck(cudaEventCreateWithFlags(&m->ev_x_t, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_bias_done, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_step, cudaEventDisableTiming));
@@ -223,6 +298,7 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->mbuf));
     cudaCheck(cudaFree(m->params_tf32));
     model_free_bf16(m);
+    model_free_tf32k(m);
     for (int l = 0; l <= m->L; l++) {
         if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
         cudaCheck(cudaFree(m->dacts[l]));
@@ -239,7 +315,10 @@ static void model_free(Model *m) {
     for (int l = 0; l < m->L; l++) {
         cudaCheck(cudaEventDestroy(m->ev_dout[l]));
         cudaCheck(cudaEventDestroy(m->ev_dinp[l]));
+        cudaCheck(cudaEventDestroy(m->ev_dout_t[l]));
+        cudaCheck(cudaEventDestroy(m->ev_act[l]));
     }
+    cudaCheck(cudaEventDestroy(m->ev_x_t));
     cudaCheck(cudaEventDestroy(m->ev_side_done));
     cudaCheck(cudaEventDestroy(m->ev_bias_done));
     cudaCheck(cudaEventDestroy(m->ev_step));
@@ -247,10 +326,14 @@ static void model_free(Model *m) {
     cudaCheck(cudaStreamDestroy(m->bias_stream));
 }
 
-// the weights' TF32 or BF16 copy made from params again, after anything but an optimizer step wrote them
-// (the initial draw, a checkpoint, a broadcast, a test)
+// the weights' TF32 or BF16 copies made from params again, after anything but an optimizer step wrote
+// them (the initial draw, a checkpoint, a broadcast, a test)
 static void model_sync_copies(Model *m, cudaStream_t stream) {
     if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
+    for (int l = 0; l < m->L; l++)   // (into the copy the next step's dinp reads)
+        if (m->inp_t[l])
+            tf32_transpose(m->params_tf32t[m->tf32t_parity] + m->w_off[l], NULL, m->params_tf32 + m->w_off[l],
+                           m->sizes[l + 1], m->sizes[l], stream);
     if (m->params_bf16) matmul_fast_bf16_copy(m->params_bf16, m->params, m->num_params, stream);
 }
 
@@ -320,17 +403,38 @@ static int model_x_prec(const Model *m, int prec) { return m->x_pixels ? MF_FP32
 // batch is copied rounded before the first layer, each hidden output and each hidden gradient is
 // stored a second time, rounded, by the kernel that stores it (the BF16-operand kernel's epilogue, the
 // head; after an FP32-operand product, a copy kernel), and the weights by the optimizer (model_bf16).
-static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stream) {
+// train: a training step's forward pass; with -x 1 the side stream then also transposes each hidden
+// output whose layer takes the K-major kernel in the backward pass (model_tf32k: inp_t), beside the
+// next forward product (which takes that kernel too, so it is launched without PDL: the event between
+// keeps pdl.cuh's rule); and the batch, for layer 0's dW there (model_tf32k0).
+static void model_forward_layers(Model *m, int bs, int layers, int train, cudaStream_t stream) {
     if (m->acts_bf16[0] && layers > 0)
         matmul_fast_bf16_copy(m->acts_bf16[0], m->acts[0], (size_t)bs * m->sizes[0], stream);
+    if (train && layers > 0 && model_tf32k0(m, bs)) {   // (the first product takes the kernel: no PDL)
+        cudaCheck(cudaEventRecord(m->ev_act[0], stream));
+        cudaCheck(cudaStreamWaitEvent(m->side, m->ev_act[0], 0));
+        tf32_transpose(m->inp_t[0], NULL, m->acts[0], bs, m->sizes[0], m->side);
+        cudaCheck(cudaEventRecord(m->ev_x_t, m->side));
+    }
     for (int l = 0; l < layers; l++) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const float *b = m->params + m->b_off[l];
         int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
-        if (m->prec == PREC_TF32)
-            matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
-                                MF_TF32_EXACT, l < m->L - 1, stream);
-        else if (m->prec == PREC_BF16) {
+        if (m->prec == PREC_TF32) {
+            if (model_tf32k_fwd(m, l, bs)) {
+                const MatmulFastEpi epi = {MF_EPI_FORWARD, act, b, NULL, {}, 1};
+                matmul_fast_tf32k_run(MF_FWD, m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], bs, OUT, IN,
+                                      &epi, NULL, 0, stream);
+            } else {
+                matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params_tf32 + m->w_off[l], b, bs, IN, OUT, act,
+                                    MF_TF32_EXACT, l < m->L - 1, stream);
+            }
+            if (train && l + 1 < m->L && model_tf32k(m, l + 1, bs)) {
+                cudaCheck(cudaEventRecord(m->ev_act[l + 1], stream));
+                cudaCheck(cudaStreamWaitEvent(m->side, m->ev_act[l + 1], 0));
+                tf32_transpose(m->inp_t[l + 1], NULL, m->acts[l + 1], bs, OUT, m->side);
+            }
+        } else if (m->prec == PREC_BF16) {
             MatmulFastBf16 bf;
             matmul_forward_fast(m->acts[l + 1], m->acts[l], m->params + m->w_off[l], b, bs, IN, OUT, act, MF_BF16, 0,
                                 stream, model_bf16(m, MF_FWD, l, &bf));
@@ -342,7 +446,7 @@ static void model_forward_layers(Model *m, int bs, int layers, cudaStream_t stre
 }
 
 // acts[0] holds the batch (bs rows): every layer's output, the logits in acts[L]
-static void model_forward(Model *m, int bs, cudaStream_t stream) { model_forward_layers(m, bs, m->L, stream); }
+static void model_forward(Model *m, int bs, cudaStream_t stream) { model_forward_layers(m, bs, m->L, 0, stream); }
 
 // With at most HEAD_MAX_C classes the last layer, the loss and the gradients down to the last
 // hidden layer's output are one kernel (kernels/fast/head.cuh)
@@ -357,12 +461,14 @@ static int model_head_fused(const Model *m) { return head_fits(m->sizes[m->L]); 
 static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) {
     int L = m->L;
     if (model_head_fused(m)) {
-        model_forward_layers(m, bs, L - 1, stream);
+        model_forward_layers(m, bs, L - 1, 1, stream);
+        // (with -x 1 on the K-major kernel in the layer below, dh rounded to TF32 too: model_backward_update)
         head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
                               m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
-                              m->sizes[L - 1], m->sizes[L], m->act, stream, norm, L > 1 ? m->dacts_bf16[L - 1] : NULL);
+                              m->sizes[L - 1], m->sizes[L], m->act, stream, norm, L > 1 ? m->dacts_bf16[L - 1] : NULL,
+                              L > 2 && model_tf32k(m, L - 2, bs) ? m->dout_r[L - 2] : NULL);
     } else {
-        model_forward(m, bs, stream);
+        model_forward_layers(m, bs, L, 1, stream);
         softmax_xent_forward_backward_fast(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
                                            m->sizes[L], stream, norm);
     }
@@ -383,12 +489,23 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
 // the SGD kernel after dW: the fused step is bound by memory latency (the matmul's few blocks per
 // SM, one weight in flight per thread), the kernel is not (dev/NOTES.md has the measurements).
 // (Fusing the step into every dW was slower for the wide model: dW would have to wait for dinp
-// instead of running beside it.) The events carry the order: ev_dout[l] (dout ready) and ev_dinp[l]
+// instead of running beside it.) With -x 1, a layer on the K-major kernel (model_tf32k) needs dout
+// rounded (dinp's operand) and rounded and transposed (dW's): below the fused head, which stores the
+// rounded copy itself, the side stream transposes it before dW and dinp starts at once; elsewhere main
+// makes both first (ev_dout_t: the side stream's dW waits for it). Its dW takes the SGD
+// step in its epilogue, which writes W, its momentum and its rounded copies: params_tf32 (what the next
+// forward reads) and W^T into the params_tf32t that dinp does not read (Model's tf32t_parity), so dW
+// runs beside dinp from start to end. (A layer with the copies at a batch too small for the kernel
+// transposes its new weights after the SGD kernel.)
+// The events carry the order: ev_dout[l] (dout ready) and ev_dinp[l]
 // (W no longer read); at the end the main stream waits for the other two. In a CUDA graph capture
 // the events become edges: the step is captured as a DAG with three branches, not a chain.
-static void model_backward_update(Model *m, int bs, float lr, float momentum, float weight_decay,
+// keep_grads: the weight gradients are stored (a caller may read them); else the K-major kernel's SGD
+// epilogue leaves them out (train_steps keeps only a run's last step's, as the fused steps do).
+static void model_backward_update(Model *m, int bs, float lr, float momentum, float weight_decay, int keep_grads,
                                   cudaStream_t stream) {
     const int prec = model_mm_prec(m);
+    const int par = m->tf32t_parity;   // -x 1's K-major dinp reads params_tf32t[par], SGD writes the other
     for (int l = m->L - 1; l >= 0; l--) {
         int IN = m->sizes[l], OUT = m->sizes[l + 1];
         const size_t w = m->w_off[l], b = m->b_off[l];
@@ -411,17 +528,45 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             cudaCheck(cudaEventRecord(m->ev_side_done, m->side));
             cudaCheck(cudaStreamWaitEvent(stream, m->ev_side_done, 0));
         }
-        if (l > 0) {
+        if (l > 0 && model_tf32k(m, l, bs)) {
+            // -x 1 on the K-major kernel: dout rounded and transposed (for both products), the layer's
+            // input transposed by the forward pass, W's transposed copy by the last SGD epilogue
+            if (l == m->L - 2 && model_head_fused(m)) {   // (the head stored dout_r: ev_dout[l] above)
+                cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
+                tf32_transpose(m->dout_t[l], NULL, m->dout_r[l], bs, OUT, m->side);
+            } else {
+                tf32_transpose(m->dout_t[l], m->dout_r[l], dout, bs, OUT, stream);
+                cudaCheck(cudaEventRecord(m->ev_dout_t[l], stream));
+                cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout_t[l], 0));
+            }
+            const MatmulFastEpi sgd = {MF_EPI_SGD, ACT_NONE, NULL, NULL,
+                                       {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32}, 0};
+            const MatmulFastEpi dinp = {MF_EPI_DINP, m->act, NULL, m->acts[l], {}, 0};
+            matmul_fast_tf32k_run(MF_DWEIGHT, keep_grads ? m->grads + w : NULL, m->dout_t[l], m->inp_t[l], OUT, IN,
+                                  bs, &sgd, m->params_tf32t[1 - par] + w, 0, m->side);
+            matmul_fast_tf32k_run(MF_DINP, m->dacts[l], m->dout_r[l], m->params_tf32t[par] + w, bs, IN, OUT, &dinp,
+                                  l == 1 && model_tf32k0(m, bs) ? m->dout_t[0] : NULL, 0, stream);
+            continue;   // (W has taken its step)
+        } else if (l > 0) {
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, prec, NULL,
                                          m->side, dw16);
             if (l < m->L - 1 || !model_head_fused(m))  // (the fused head has computed the last layer's dinp)
                 matmul_backward_dinp_fast(m->dacts[l], dout, m->params + w, m->acts[l], m->act, bs, IN, OUT, prec,
                                           stream, dinp16);
+        }
+        if (l > 0) {
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
             sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, (size_t)OUT * IN, lr, momentum,
                             weight_decay, 1, m->side, w_bf16);
+            if (m->inp_t[l]) tf32_transpose(m->params_tf32t[1 - par] + w, NULL, w_tf32, OUT, IN, m->side);
+        } else if (model_tf32k0(m, bs)) {   // (layer 0 on the K-major kernel, its SGD step in the epilogue)
+            cudaCheck(cudaStreamWaitEvent(stream, m->ev_x_t, 0));
+            const MatmulFastEpi sgd = {MF_EPI_SGD, ACT_NONE, NULL, NULL,
+                                       {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32}, 0};
+            matmul_fast_tf32k_run(MF_DWEIGHT, keep_grads ? m->grads + w : NULL, m->dout_t[0], m->inp_t[0], OUT, IN, bs,
+                                  &sgd, NULL, 0, stream);
         } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS && w_bf16 == NULL) {   // (the SGD kernel writes the copy)
             MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, model_x_prec(m, prec),
@@ -437,6 +582,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
     cudaCheck(cudaEventRecord(m->ev_bias_done, m->bias_stream));
     cudaCheck(cudaStreamWaitEvent(stream, m->ev_side_done, 0));
     cudaCheck(cudaStreamWaitEvent(stream, m->ev_bias_done, 0));
+    if (m->params_tf32t[0]) m->tf32t_parity ^= 1;
 }
 
 // ----------------------------------------------------------------------------
@@ -445,7 +591,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
 // Forward, loss, backward and update on the bs rows already in acts[0] and labels.
 static void train_step_on_batch(Model *m, int bs, float lr, float momentum, float weight_decay, cudaStream_t stream) {
     model_forward_loss(m, bs, bs, stream);
-    model_backward_update(m, bs, lr, momentum, weight_decay, stream);
+    model_backward_update(m, bs, lr, momentum, weight_decay, 1, stream);
 }
 
 // One step on bs rows, its kernels launched from the host (-f 0); the batch is rows
@@ -486,7 +632,7 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, c
             gather_batch_step(m->acts[0], m->labels, train->images, train->labels, m->perm, m->step, 0, m->B, bs,
                               train->D, model_gather_mode(m, bs), stream);
         model_forward_loss(m, bs, bs, stream);
-        model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, stream);
+        model_backward_update(m, bs, c->lr, c->momentum, c->weight_decay, i == n - 1, stream);
     }
 }
 
@@ -494,23 +640,30 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, c
 // same work every time it occurs (the kernels find their rows through the device step counter), so
 // it is captured once and replayed. An epoch has at most two kinds of run (log_every full steps,
 // and the remainder at its end).
+// With -x 1's two transposed copies of the weights (params_tf32t) a run's steps alternate between them
+// from the parity it starts at, so that is part of the run's kind: a run of odd length leaves the next
+// one at the other parity.
 static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, const Config *c, cudaStream_t stream) {
     StepGraph *g = NULL;
+    const int parity = m->params_tf32t[0] ? m->tf32t_parity : 0;
     for (int i = 0; i < m->num_graphs; i++)
-        if (m->graphs[i].n == n && m->graphs[i].last_bs == last_bs) g = &m->graphs[i];
+        if (m->graphs[i].n == n && m->graphs[i].last_bs == last_bs && m->graphs[i].parity == parity)
+            g = &m->graphs[i];
     if (!g) {
         if (m->num_graphs == FAST_MAX_GRAPHS) die("", "internal: more than %d kinds of step run", FAST_MAX_GRAPHS);
         g = &m->graphs[m->num_graphs++];
         g->n = n;
         g->last_bs = last_bs;
+        g->parity = parity;
         cudaGraph_t graph;
         cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        train_steps(m, train, n, last_bs, c, stream);
+        train_steps(m, train, n, last_bs, c, stream);   // (moves the parity on by n)
         cudaCheck(cudaStreamEndCapture(stream, &graph));
         cudaCheck(cudaGraphInstantiate(&g->exec, graph, 0));
         cudaCheck(cudaGraphDestroy(graph));
     }
     cudaCheck(cudaGraphLaunch(g->exec, stream));
+    if (m->params_tf32t[0]) m->tf32t_parity = (parity + n) % 2;
 }
 
 // -f 2: whether the model takes a fused step: one hidden layer in FP32, kernels/fast/fused_step.cuh;
@@ -529,10 +682,13 @@ static FusedPlan fused_plan(const int *sizes, int L, int B, int prec, int any) {
     return f;
 }
 // (The fused steps read and step the FP32 weights only: a model that takes them drops its BF16 copies,
-// and its evaluation's forward products then read the FP32 tensors.)
+// and its evaluation's forward products then read the FP32 tensors; and -x 1's K-major copies.)
 static int model_use_fused(Model *m, int any) {
     m->fused = fused_plan(m->sizes, m->L, m->B, m->prec, any);
-    if (m->fused.ok) model_free_bf16(m);
+    if (m->fused.ok) {
+        model_free_bf16(m);
+        model_free_tf32k(m);
+    }
     return m->fused.ok;
 }
 
@@ -1065,6 +1221,7 @@ static int train_data_parallel(Config *cfg, int argc, char **argv) {
         cudaCheck(cudaEventCreate(&k->epoch_end));
         device_data_upload(&k->train, train_host.images, train_host.labels, train_host.n, D);
         model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k->train.n, plan.steps);
+        fast::model_free_tf32k(&k->model);   // (dp_backward_update's products read the FP32 tensors)
         cudaCheck(cudaMallocHost((void **)&k->perm_host, sizeof(int) * (size_t)k->train.n));
         if (r == 0) {
             device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);

@@ -44,7 +44,7 @@ fi
 if has sanitize; then
   # all four compute-sanitizer tools on test_mlp -Q and short runs of both GPU trainers
   bash dev/sanitize.sh "$OUTDIR/sanitize" | tee "$OUTDIR/sanitize.txt"
-  note "compute-sanitizer (4 tools x 5 programs): exit ${PIPESTATUS[0]}"
+  note "compute-sanitizer (4 tools x 12 programs): exit ${PIPESTATUS[0]}"
 fi
 
 if has train; then

@@ -3,15 +3,16 @@
 # racecheck (shared-memory races), initcheck (reads of memory nothing wrote) and synccheck (barriers
 # misused), each on `./test_mlp -Q` (every kernel and path once, on small and odd shapes) and on a
 # short run of each GPU trainer (the readable one; the fast one on its three paths, FP32, TF32 and BF16,
-# and the big model, whose FP32 products are the tuned table's 3xTF32 kernels, and in BF16, whose
-# products run on the operands' BF16 copies (kernels/fast/wgmma_bf16.cuh); the fused steps of -f 2
+# and the big model, whose FP32 products are the tuned table's 3xTF32 kernels, in TF32, whose products
+# run on the K-major TF32 copies, and in BF16, whose products run on the operands' BF16 copies (both
+# kernels/fast/wgmma_bf16.cuh); the fused steps of -f 2
 # in runs of 3, 3 and 1 steps: one hidden layer in FP32, the wide model in TF32, and -f 3 on an odd
 # deep model in FP32).
 # Prints one summary line per tool and program; logs in OUTDIR. Exit 1 if any reported an error.
 #   bash dev/sanitize.sh [OUTDIR (default dev/out/sanitize)]        (make sanitize runs it)
 #   DATA=dir  the dataset for the trainer runs (default: as the trainers look for it)
 #   TOOLS="memcheck racecheck"  only these tools; ONLY="test_mlp train_mlp_fast_big"  only these programs
-#   (by the names below; a visit too short for all 40 runs takes them in parts)
+#   (by the names below; a visit too short for all 48 runs takes them in parts)
 set -uo pipefail
 OUTDIR=${1:-dev/out/sanitize}
 mkdir -p "$OUTDIR"
@@ -38,6 +39,7 @@ programs=(
   "train_mlp_fast_tf32|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 1 -f 1"
   "train_mlp_fast_bf16|./train_mlp_fast ${short[*]} -m 784,1024,1024,10 -a relu -b 256 -x 2 -f 1"
   "train_mlp_fast_big|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024"
+  "train_mlp_fast_big_tf32|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024 -x 1"
   "train_mlp_fast_big_bf16|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024 -x 2"
 )
 tools=(${TOOLS:-memcheck racecheck initcheck synccheck})

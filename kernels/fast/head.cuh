@@ -54,12 +54,13 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 // aligned rows). head_kernel runs one group of rows a block; the fused step of deeper models
 // (kernels/fast/fused_deep.cuh) runs them in turn.
 // dh_bf16: NULL, or (B, IN) where dh is stored again, rounded to BF16 (-x 2's copy of the operand the
-// next products read: kernels/fast/mma_bf16.cuh).
+// next products read: kernels/fast/mma_bf16.cuh); dh_tf32 likewise, rounded to TF32 (-x 1's for the
+// K-major kernel: train_mlp_fast.cu, model_tf32k).
 template <int MAXC>
 __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits, float *dh, float *losses,
                                           const float *h, const float *W, const float *bias, const int *labels,
                                           int B, int IN, int C, int act, int vec, int norm,
-                                          unsigned short *dh_bf16 = nullptr) {
+                                          unsigned short *dh_bf16 = nullptr, float *dh_tf32 = nullptr) {
     __shared__ float part[HEAD_THREADS / 32][HEAD_ROWS][MAXC];   // each warp's partial logits
     __shared__ float z[HEAD_ROWS][MAXC], dz[HEAD_ROWS][MAXC];    // the rows' logits and their gradients
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -158,10 +159,14 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
             *reinterpret_cast<float4 *>(dh + o) = s;
             if (dh_bf16)
                 *reinterpret_cast<uint2 *>(dh_bf16 + o) = make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
+            if (dh_tf32)
+                *reinterpret_cast<float4 *>(dh_tf32 + o) =
+                    make_float4(round_tf32(s.x), round_tf32(s.y), round_tf32(s.z), round_tf32(s.w));
         } else {
             const float v = s.x * activation_grad_from_output(h[o], act);
             dh[o] = v;
             if (dh_bf16) dh_bf16[o] = mf_bf16_bits(v);
+            if (dh_tf32) dh_tf32[o] = round_tf32(v);
         }
     }
 }
@@ -170,36 +175,39 @@ template <int MAXC>
 __global__ void __launch_bounds__(HEAD_THREADS)
     head_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
                 const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm,
-                unsigned short *dh_bf16) {
+                unsigned short *dh_bf16, float *dh_tf32) {
     pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
     head_rows<MAXC>(blockIdx.x * HEAD_ROWS, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C, act, vec, norm,
-                    dh_bf16);
+                    dh_bf16, dh_tf32);
 }
 
 static inline bool head_fits(int C) { return C >= 1 && C <= HEAD_MAX_C; }
 
 // logits, dlogits (B, C), losses (B); dh (B, IN) or NULL; see the top of the file. Launched with
 // PDL: enqueue it right after the kernel that writes h (or with nothing recorded in between).
-// norm: the batch of the mean (0: B). dh_bf16: NULL, or where dh is stored again as BF16 (head_rows).
+// norm: the batch of the mean (0: B). dh_bf16, dh_tf32: NULL, or where dh is stored again as BF16, as
+// TF32 values (head_rows).
 static inline void head_forward_backward(float *logits, float *dlogits, float *dh, float *losses, const float *h,
                                          const float *W, const float *bias, const int *labels, int B, int IN, int C,
-                                         int act, cudaStream_t stream, int norm = 0, __nv_bfloat16 *dh_bf16 = NULL) {
+                                         int act, cudaStream_t stream, int norm = 0, __nv_bfloat16 *dh_bf16 = NULL,
+                                         float *dh_tf32 = NULL) {
     if (!head_fits(C)) {
         fprintf(stderr, "head_forward_backward: %d classes, more than the %d it takes\n", C, HEAD_MAX_C);
         exit(EXIT_FAILURE);
     }
     if (B <= 0) return;
     const int vec = IN % 4 == 0 && ((uintptr_t)h & 15) == 0 && ((uintptr_t)W & 15) == 0 &&
-                    (dh == NULL || ((uintptr_t)dh & 15) == 0) && ((uintptr_t)dh_bf16 & 7) == 0;
+                    (dh == NULL || ((uintptr_t)dh & 15) == 0) && ((uintptr_t)dh_bf16 & 7) == 0 &&
+                    ((uintptr_t)dh_tf32 & 15) == 0;
     unsigned short *dhb = reinterpret_cast<unsigned short *>(dh_bf16);
     const dim3 grid(CEIL_DIV(B, HEAD_ROWS)), block(HEAD_THREADS);
     if (norm <= 0) norm = B;
     if (C <= 16)
         launch_pdl(head_kernel<16>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec, norm, dhb);
+                   act, vec, norm, dhb, dh_tf32);
     else
         launch_pdl(head_kernel<32>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec, norm, dhb);
+                   act, vec, norm, dhb, dh_tf32);
     cudaCheck(cudaGetLastError());
 }
 

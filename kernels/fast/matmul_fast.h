@@ -206,4 +206,29 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
                           int N, int K, const MatmulFastEpi *epi, __nv_bfloat16 *out_bf16, int pdl,
                           cudaStream_t stream);
 
+// ----------------------------------------------------------------------------
+// -x 1's large products on K-major TF32 copies (kernels/fast/wgmma_bf16.cuh with T = float; sm_90a).
+// wgmma reads 32-bit operands K-major only, so the trainer keeps such copies of the operands that are
+// not (train_mlp_fast.cu, model_tf32k): C (M, N) = epi(A . B^T), A (M, K) and B (N, K) row-major, both
+// TF32 values (round_tf32 applied by whoever wrote them), which the kernel takes as they are.
+
+// whether this build has the kernel, K is a multiple of 4 (16-byte copies), and the tiles fill at least
+// min_fill of the GPU's SMs (matmul_fast_tf32k_set_min_fill, which returns the one before; 0.5
+// unless set): below that the other kernels' K splits win, as for the BF16 copies
+int matmul_fast_tf32k_fits(int M, int N, int K);
+float matmul_fast_tf32k_set_min_fill(float min_fill);
+// The product, in the configuration the kernel's table picks for prod (matmul_fast_tf32k_cfg); A and
+// B 16-byte aligned; pdl as matmul_fast_run. With MF_EPI_SGD (a weight gradient, C = dW) the kernel
+// steps W in its epilogue, on float4s where N % 4 == 0 and the pointers allow it; C may then be NULL
+// (the gradient is not stored); param_t: NULL, or W^T (N, M), where the new weights are also stored
+// rounded and transposed. With MF_EPI_DINP, param_t: NULL, or (N, M) where dinp is stored rounded and
+// transposed. (Those need N and M multiples of 4, the pointers 16-byte aligned: else an error.)
+void matmul_fast_tf32k_run(MfProduct prod, float *C, const float *A, const float *B, int M, int N, int K,
+                           const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream);
+// the same in configuration cfg (0 .. matmul_fast_tf32k_num_cfgs() - 1: test_mlp runs each)
+void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B, int M, int N, int K,
+                               const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream);
+int matmul_fast_tf32k_num_cfgs(void);
+int matmul_fast_tf32k_cfg(MfProduct prod);
+
 #endif  // MLP_FAST_MATMUL_FAST_H

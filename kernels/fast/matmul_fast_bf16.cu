@@ -1,7 +1,8 @@
 /*
-kernels/fast/matmul_fast_bf16.cu: the BF16-operand kernel's configurations, planner and launch
-(kernels/fast/mma_bf16.cuh; the interface is kernels/fast/matmul_fast.h's last section). Compiled once,
-linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
+kernels/fast/matmul_fast_bf16.cu: the kernels on copies of the operands: the BF16-operand kernel's
+configurations, planner and launch (kernels/fast/mma_bf16.cuh, wgmma_bf16.cuh), and the same wgmma
+kernel on K-major TF32 copies (the interface is kernels/fast/matmul_fast.h's last two sections).
+Compiled once, linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@ linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 #include "matmul_fast.h"
 #include "mma_bf16.cuh"    // matmul_bf16_kernel, MF_BF16OPS_CONFIGS
 #include "planner.cuh"     // mf_num_sms
-#include "wgmma_bf16.cuh"  // matmul_bf16_wgmma_kernel
+#include "wgmma_bf16.cuh"  // matmul_wgmma_ops_kernel
 
 // The wgmma configurations (ID, WGS, BN, ST, EFF, OCC): WGS warpgroups of 64 rows, BN columns, ST
 // stages of BK = 64; built for sm_90a only (MF_WGMMA), where they are the planner's first choice.
@@ -130,8 +131,9 @@ static bool mf_bf16_launch_layout(int cfg, dim3 grid, int pdl, cudaStream_t stre
 #undef MF_CASE
 #define MF_CASE(ID, WGS, BN, ST, EFF, OCC)                                                                      \
     case ID:                                                                                                    \
-        mf_bf16_launch<matmul_bf16_wgmma_kernel<WGS, BN, ST, A_KC, B_KC>>(                                      \
-            grid, 128 * WGS, mf_wgb16_smem_bytes(WGS, BN, ST), pdl, stream, C, A, B, M, N, K, vec, epi, out_bf16); \
+        mf_bf16_launch<matmul_wgmma_ops_kernel<__nv_bfloat16, WGS, BN, ST, A_KC, B_KC>>(                       \
+            grid, 128 * WGS, mf_wgb16_smem_bytes(WGS, BN, ST), pdl, stream, C, A, B, M, N, K, vec, epi, out_bf16, \
+            (float *)NULL);                                                                                     \
         return true;
         MF_BF16WG_CONFIGS(MF_CASE)
 #undef MF_CASE
@@ -165,4 +167,113 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
         copied = mf_bf16_launch_layout<false, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
     cudaCheck(cudaGetLastError());
     if (!copied && out_bf16 != NULL) matmul_fast_bf16_copy(out_bf16, C, (size_t)M * N, stream);   // (mma.sync)
+}
+
+// ----------------------------------------------------------------------------
+// -x 1's large products on K-major TF32 copies: matmul_wgmma_ops_kernel with T = float, in one of the
+// configurations below (ID, warpgroups, BN, stages of 32 k); which one each product takes is
+// mf_tf32k_pick's (dev/NOTES.md has the measurements behind it), or MLP_TF32K_CFGS's ("F,D,W": the
+// forward, dinp and dweight products' IDs, for comparisons without a rebuild).
+#define MF_TF32K_CONFIGS(X) \
+    X(0, 2, 256, 4)   /* 128 x 256, 193 KB: one block an SM */ \
+    X(1, 2, 128, 3)   /* 128 x 128, 97 KB: two blocks an SM, one's epilogue beside the other's products */ \
+    X(2, 1, 128, 4)   /* 64 x 128, 97 KB: two blocks an SM */
+
+#ifndef MF_TF32K_MIN_FILL   // the default (a -D at build time for comparisons)
+#define MF_TF32K_MIN_FILL 0.5f
+#endif
+static float mf_tf32k_min_fill = MF_TF32K_MIN_FILL;
+static int mf_tf32k_pick[3] = {0, 0, 0};   // forward, dinp, dweight
+
+float matmul_fast_tf32k_set_min_fill(float min_fill) {
+    const float old = mf_tf32k_min_fill;
+    mf_tf32k_min_fill = min_fill;
+    return old;
+}
+
+// the fill counts the first configuration's 128 x 256 tiles, whichever the product takes
+int matmul_fast_tf32k_fits(int M, int N, int K) {
+#if defined(MF_WGMMA)
+    if (M <= 0 || N <= 0 || K <= 0 || K % 4 != 0) return 0;
+    const long tiles = (long)mf_ceil_div(M, 128) * mf_ceil_div(N, 256);
+    return (float)tiles >= mf_tf32k_min_fill * (float)mf_num_sms();
+#else
+    (void)M, (void)N, (void)K;
+    return 0;
+#endif
+}
+
+int matmul_fast_tf32k_num_cfgs(void) {
+    int n = 0;
+#define MF_COUNT(ID, WGS, BN, ST) n++;
+    MF_TF32K_CONFIGS(MF_COUNT)
+#undef MF_COUNT
+    return n;
+}
+
+int matmul_fast_tf32k_cfg(MfProduct prod) {
+    static int read = 0;
+    if (!read) {
+        read = 1;
+        const char *env = getenv("MLP_TF32K_CFGS");
+        int f, d, w;
+        if (env && sscanf(env, "%d,%d,%d", &f, &d, &w) == 3 && f >= 0 && d >= 0 && w >= 0 &&
+            f < matmul_fast_tf32k_num_cfgs() && d < matmul_fast_tf32k_num_cfgs() && w < matmul_fast_tf32k_num_cfgs()) {
+            mf_tf32k_pick[MF_FWD] = f, mf_tf32k_pick[MF_DINP] = d, mf_tf32k_pick[MF_DWEIGHT] = w;
+        } else if (env) {
+            fprintf(stderr, "error: MLP_TF32K_CFGS=%s: three configuration IDs from 0 to %d, as F,D,W\n", env,
+                    matmul_fast_tf32k_num_cfgs() - 1);
+            exit(EXIT_FAILURE);
+        }
+    }
+    return mf_tf32k_pick[prod];
+}
+
+void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B, int M, int N, int K,
+                               const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream) {
+    if (M <= 0 || N <= 0) return;
+#if defined(MF_WGMMA)
+    if (K <= 0 || K % 4 != 0 || ((uintptr_t)A & 15) || ((uintptr_t)B & 15) || cfg < 0 ||
+        cfg >= matmul_fast_tf32k_num_cfgs()) {
+        fprintf(stderr, "error: matmul_fast_tf32k_run: %d x %d x %d, configuration %d: K must be a multiple of 4, the "
+                "operands 16-byte aligned, the configuration one of 0 to %d\n", M, N, K, cfg,
+                matmul_fast_tf32k_num_cfgs() - 1);
+        exit(EXIT_FAILURE);
+    }
+    // float4 stores; for the SGD epilogue, float4 loads and stores of W, its momentum and its TF32
+    // copies; for the transposed copy (SGD or dinp), also M % 4 == 0 (kernels/fast/wgmma_bf16.cuh,
+    // mf_wg_tf32_store4)
+    const MatmulFastSgd &sg = epi->sgd;
+    const int t_kind = epi->kind == MF_EPI_SGD || epi->kind == MF_EPI_DINP;
+    const int vec = N % 4 == 0 && ((uintptr_t)C & 15) == 0 &&   // (C NULL: the SGD epilogue's gradient unstored)
+                    (epi->kind != MF_EPI_SGD || (((uintptr_t)sg.param | (uintptr_t)sg.mbuf |
+                                                  (uintptr_t)sg.param_tf32) & 15) == 0) &&
+                    (epi->kind != MF_EPI_DINP || param_t == NULL || ((uintptr_t)epi->aux & 15) == 0) &&
+                    (param_t == NULL || (M % 4 == 0 && ((uintptr_t)param_t & 15) == 0));
+    if ((param_t != NULL && (!t_kind || !vec)) || (C == NULL && (epi->kind != MF_EPI_SGD || !vec))) {
+        fprintf(stderr, "error: matmul_fast_tf32k_run: a transposed copy (of the SGD step's weights or dinp), or no "
+                "gradient (SGD), needs N and M multiples of 4 and 16-byte aligned pointers (%d x %d)\n", M, N);
+        exit(EXIT_FAILURE);
+    }
+    switch (cfg) {
+#define MF_CASE(ID, WGS, BN, ST)                                                                                 \
+    case ID:                                                                                                     \
+        mf_bf16_launch<matmul_wgmma_ops_kernel<float, WGS, BN, ST, true, true>>(                                 \
+            dim3(mf_ceil_div(N, BN), mf_ceil_div(M, 64 * WGS)), 128 * WGS, mf_wgb16_smem_bytes(WGS, BN, ST), pdl, \
+            stream, C, A, B, M, N, K, vec, *epi, (__nv_bfloat16 *)NULL, param_t);                               \
+        break;
+        MF_TF32K_CONFIGS(MF_CASE)
+#undef MF_CASE
+    }
+    cudaCheck(cudaGetLastError());
+#else
+    (void)cfg, (void)C, (void)A, (void)B, (void)K, (void)epi, (void)param_t, (void)pdl, (void)stream;
+    fprintf(stderr, "error: matmul_fast_tf32k_run: this build has no wgmma kernel (GPU_ARCH=90 builds it)\n");
+    exit(EXIT_FAILURE);
+#endif
+}
+
+void matmul_fast_tf32k_run(MfProduct prod, float *C, const float *A, const float *B, int M, int N, int K,
+                           const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream) {
+    matmul_fast_tf32k_run_cfg(matmul_fast_tf32k_cfg(prod), C, A, B, M, N, K, epi, param_t, pdl, stream);
 }

@@ -1,25 +1,33 @@
 /*
-kernels/fast/wgmma_bf16.cuh: the BF16-operand matmul through wgmma (sm_90a; built where MF_WGMMA is
-defined), for -x 2's large products. The same job as matmul_bf16_kernel (kernels/fast/mma_bf16.cuh:
-BF16 copies of the operands in memory, FP32 sums, the fast kernels' epilogues), on Hopper's warpgroup
-instructions.
+kernels/fast/wgmma_bf16.cuh: the matmul through wgmma on operands stored the way the tensor cores take
+them (sm_90a; built where MF_WGMMA is defined): BF16 copies of the operands for -x 2's large products,
+and, with the same kernel, TF32 values stored K-major for -x 1's (below). The same job as
+matmul_bf16_kernel (kernels/fast/mma_bf16.cuh: copies of the operands in memory, FP32 sums, the fast
+kernels' epilogues), on Hopper's warpgroup instructions.
 Why: wgmma reads both tiles from shared memory itself (kernels/fast/wgmma_tf32.cuh tells how), so the
 threads issue no fragment loads; and for 16-bit operands it takes either layout: a tile may be
 K-major (k along its 128-byte rows) or MN-major (m or n along them), the instruction's imm-trans bits
-say which. So no product needs a transpose, where the TF32 wgmma kernel transposes through the threads.
-Shared layout, 128-byte swizzle, BK = 64 (a row of 64 BF16 values is 128 bytes), per stage and operand:
+say which. So no BF16 product needs a transpose.
+32-bit operands (TF32) it takes K-major only. So -x 1's large products run here on copies that are
+K-major where the FP32 tensor is not (the trainer keeps them: W transposed for dinp, the layer's input
+and output gradient transposed for dweight; train_mlp_fast.cu, model_tf32k), each a TF32 value
+already: a 128-byte row is 32 of them, a k-step of 8 the same 32 bytes as BF16's 16, so the tiles,
+descriptors and pipeline are the same and only the instruction differs (T = float). Where the
+operand is not K-major in memory, kernels/fast/wgmma_tf32.cuh's kernel transposes tiles through the
+threads instead, which costs it the speed this kernel has.
+Shared layout, 128-byte swizzle, BK = 128 bytes of k (64 BF16 or 32 TF32 values), per stage and operand:
   K-major (A_KC / B_KC): row d (of the BM or BN rows) at d * 128, its 16-byte chunk c at chunk
     c ^ (d % 8): the TF32 kernel's layout. A descriptor: the 8-row atoms 1024 bytes apart (stride
-    byte offset); a k-step of 16 moves its address 32 bytes along the row.
-  MN-major: the tile's m (or n) in panels of 64 (128 bytes), panel p at p * 8192; in a panel, k-row r
-    at r * 128, its chunk c at c ^ (r % 8). A descriptor: 8-row atoms 1024 bytes apart (stride byte
-    offset), panels 8192 bytes apart (leading byte offset); a k-step of 16 moves it two atoms, 2048
-    bytes. (PTX ISA, "Shared Memory Matrix Layout": the canonical MN-major layout with 128-byte
-    swizzle is ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)), T = 8 BF16 values.)
+    byte offset); a k-step (16 BF16, 8 TF32) moves its address 32 bytes along the row.
+  MN-major (BF16 only): the tile's m (or n) in panels of 64 (128 bytes), panel p at p * 8192; in a
+    panel, k-row r at r * 128, its chunk c at c ^ (r % 8). A descriptor: 8-row atoms 1024 bytes apart
+    (stride byte offset), panels 8192 bytes apart (leading byte offset); a k-step of 16 moves it two
+    atoms, 2048 bytes. (PTX ISA, "Shared Memory Matrix Layout": the canonical MN-major layout with
+    128-byte swizzle is ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)), T = 8 BF16 values.)
 A tile is 128 bytes per row or per k-row either way: BM x 128 and BN x 128 bytes a stage.
-Block: WGS warpgroups, each 64 rows of the tile and all BN columns (one wgmma.m64nBNk16 per k-step of
-16); the pipeline is the TF32 kernel's: copies ST - 2 tiles ahead, one barrier per tile, the products
-of one tile in flight while the next is issued.
+Block: WGS warpgroups, each 64 rows of the tile and all BN columns (one wgmma.m64nBNk16, or k8 for
+TF32, per k-step); the pipeline is the TF32 kernel's: copies ST - 2 tiles ahead, one barrier per
+tile, the products of one tile in flight while the next is issued.
 */
 #ifndef MLP_FAST_WGMMA_BF16_CUH
 #define MLP_FAST_WGMMA_BF16_CUH
@@ -44,6 +52,35 @@ __device__ __forceinline__ uint64_t mf_wgb16_desc(unsigned sa, bool mn_major) {
     return (uint64_t)((sa & 0x3FFFF) >> 4) | ((uint64_t)(mn_major ? 8192 >> 4 : 1) << 16) |
            ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
 }
+
+// the 128 accumulators of a thread in a 64 x 256 wgmma: their operand list in the assembly, and the
+// asm statement's outputs d[0] .. d[127]
+#define MF_WG_REGS128 \
+    "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+    "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
+    "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63," \
+    "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79," \
+    "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95," \
+    "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111," \
+    "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+#define MF_WG_OUTS128 \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
 // d (the warpgroup's 64 x 128 of C, 64 per thread) += A (64 x 16) . B (128 x 16)^T, both BF16 in shared
 // memory; TA / TB: A / B MN-major (1) or K-major (0)
@@ -73,15 +110,22 @@ template <int TA, int TB>
 __device__ __forceinline__ void mf_wgmma_bf16_n256(float* d, uint64_t da, uint64_t db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{" MF_WG_REGS128 "}, "
+                 "%128, %129, p, 1, 1, %130, %131;\n}\n"
+                 : MF_WG_OUTS128
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB));
+}
+
+// d (the warpgroup's 64 x 128 of C, 64 per thread) += A (64 x 8) . B (128 x 8)^T, both TF32 values in
+// shared memory, K-major (32-bit operands have no transposed form)
+__device__ __forceinline__ void mf_wgmma_tf32_n128(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
                  "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
                  "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
-                 "%128, %129, p, 1, 1, %130, %131;\n}\n"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+                 "%64, %65, p, 1, 1;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -89,33 +133,39 @@ __device__ __forceinline__ void mf_wgmma_bf16_n256(float* d, uint64_t da, uint64
                    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
                    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
                    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                 : "l"(da), "l"(db), "n"(TA), "n"(TB));
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db));
+}
+
+// d (the warpgroup's 64 x 256 of C, 128 per thread) += A (64 x 8) . B (256 x 8)^T, both TF32 values in
+// shared memory, K-major (32-bit operands have no transposed form)
+__device__ __forceinline__ void mf_wgmma_tf32_n256(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+                 "{" MF_WG_REGS128 "}, "
+                 "%128, %129, p, 1, 1;\n}\n"
+                 : MF_WG_OUTS128
+                 : "l"(da), "l"(db));
 }
 #endif
 
 // One operand tile into the swizzled stage at shared address sa: rows d0 .. d0 + BD - 1 of X, k in
-// [k0, k0 + 64), outside the matrix 0. KC: X(d, k) = X[d * ld + k] (K-major tile); else
-// X(d, k) = X[k * ld + d] (MN-major tile). The contiguous width is a multiple of 8.
-template <int BD, int NT, bool KC>
-__device__ __forceinline__ void mf_wgb16_load(unsigned sa, const __nv_bfloat16* __restrict__ X, int D, int K, int ld,
-                                              int d0, int k0, int tid) {
-    constexpr int CHUNKS = BD * 8;   // 64 values x BD rows, 8 values a chunk
+// [k0, k0 + BK) (BK: 128 bytes of T), outside the matrix 0. KC: X(d, k) = X[d * ld + k] (K-major
+// tile); else X(d, k) = X[k * ld + d] (MN-major tile, BF16 only). The contiguous width is a multiple
+// of a 16-byte chunk (8 BF16 or 4 TF32 values).
+template <typename T, int BD, int NT, bool KC>
+__device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__ X, int D, int K, int ld, int d0,
+                                              int k0, int tid) {
+    constexpr int EPC = 16 / (int)sizeof(T);   // values a chunk
+    constexpr int CHUNKS = BD * 8;             // BD rows (or k-rows) of 128 bytes, 8 chunks each
     static_assert(CHUNKS % NT == 0, "whole chunks per thread");
+    static_assert(KC || sizeof(T) == 2, "32-bit tiles are K-major");
     #pragma unroll
     for (int i = 0; i < CHUNKS / NT; i++) {
         const int c = tid + i * NT;
-        if constexpr (KC) {   // row r of the tile, chunk kc of its 64 k (a warp: 4 rows x 128 bytes)
+        if constexpr (KC) {   // row r of the tile, chunk kc of its 128 bytes (a warp: 4 rows x 128 bytes)
             const int r = c / 8, kc = c % 8;
-            const int d = d0 + r, k = k0 + kc * 8;
+            const int d = d0 + r, k = k0 + kc * EPC;
             const bool ok = d < D && k < K;
             mf_cp16_b16(sa + (unsigned)(r * 128 + ((kc ^ (r & 7)) << 4)), ok ? X + (size_t)d * ld + k : X, ok);
         } else {              // k-row r, chunk cm of its BD values (a warp: 512 contiguous bytes)
@@ -128,18 +178,90 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const __nv_bfloat16* 
     }
 }
 
+// -x 1's epilogues on float4s that also store the tile rounded to TF32 and transposed into out_t (N, M)
+// (NULL: not): the tile's sums are staged in shared memory (red, BM x BN, rows LD floats apart).
+//   MF_EPI_SGD   dW = the sums is stored in C (unless C is NULL: a gradient nobody reads), and each
+//                weight W[m][n] takes its SGD step (sgd_one, kernels/sgd.cuh) with its momentum, the new
+//                weight also stored rounded to TF32 where sgd.param_tf32 is set; out_t: W^T, what the
+//                next step's dinp reads on this kernel.
+//   MF_EPI_DINP  dinp = the sums times act'(y) is stored in C; out_t: dinp^T, the next layer down's
+//                weight-gradient operand (train_mlp_fast.cu, model_tf32k0).
+// Where the general epilogue (mf_epi_load, mf_epi_apply) loads and stores each weight and momentum as
+// a float of its own, here a thread's loads are 16 bytes, four float4 groups of them in flight before
+// the first is used, so that the memory traffic (for SGD, W and its momentum in, up to five tensors
+// out) keeps up with the tiles. Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec);
+// out_t also M % 4 == 0.
+// The transposed copy: each thread writes its rounded outputs back over their sums in red, and after
+// a barrier the tile goes out column by column: a column n of the tile is a row of out_t, its BM
+// values contiguous there. Lane l takes column l % 16 and rows 4 (l / 16) .. + 3 of a group of 8 (a
+// float4 in out_t: two lanes fill a 32-byte sector); its four loads from red, LD = 8 (mod 32) floats
+// apart, hit banks that only lanes l and l + 16 share.
+template <int BM, int BN, int NT, int LD>
+__device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* red, int m0, int n0, int M, int N,
+                                                  const MatmulFastEpi& epi, float* __restrict__ out_t) {
+    const MatmulFastSgd& sg = epi.sgd;
+    #pragma unroll 4
+    for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += NT) {
+        const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
+        const int m = m0 + r, n = n0 + cc;
+        if (m >= M || n >= N) continue;
+        const size_t i = (size_t)m * N + n;
+        float4 o;   // what goes to out_t
+        if (epi.kind == MF_EPI_SGD) {
+            float4 w = *reinterpret_cast<const float4*>(sg.param + i), mb = *reinterpret_cast<const float4*>(sg.mbuf + i);
+            const float4 g = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
+            sgd_one(w.x, g.x, mb.x, sg.lr, sg.mu, sg.wd);
+            sgd_one(w.y, g.y, mb.y, sg.lr, sg.mu, sg.wd);
+            sgd_one(w.z, g.z, mb.z, sg.lr, sg.mu, sg.wd);
+            sgd_one(w.w, g.w, mb.w, sg.lr, sg.mu, sg.wd);
+            if (C != nullptr) *reinterpret_cast<float4*>(C + i) = g;
+            *reinterpret_cast<float4*>(sg.param + i) = w;
+            *reinterpret_cast<float4*>(sg.mbuf + i) = mb;
+            o = make_float4(round_tf32(w.x), round_tf32(w.y), round_tf32(w.z), round_tf32(w.w));
+            if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
+        } else {   // MF_EPI_DINP
+            float4 v = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
+            if (epi.act != ACT_NONE) {
+                const float4 y = *reinterpret_cast<const float4*>(epi.aux + i);
+                v.x *= activation_grad_from_output(y.x, epi.act);
+                v.y *= activation_grad_from_output(y.y, epi.act);
+                v.z *= activation_grad_from_output(y.z, epi.act);
+                v.w *= activation_grad_from_output(y.w, epi.act);
+            }
+            *reinterpret_cast<float4*>(C + i) = v;
+            o = make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
+        }
+        if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
+    }
+    if (out_t == nullptr) return;
+    __syncthreads();
+    static_assert(BN % 16 == 0 && BM % 8 == 0 && (BN * BM / 4) % NT == 0, "whole groups of 16 columns x 8 rows");
+    #pragma unroll 4
+    for (int e = threadIdx.x; e < BN * BM / 4; e += NT) {
+        const int lane = e % 32, grp = e / 32;
+        const int n = (grp % (BN / 16)) * 16 + lane % 16, r = ((grp / (BN / 16)) * 2 + lane / 16) * 4;
+        if (n0 + n >= N || m0 + r >= M) continue;   // (M % 4 == 0: the four rows are in range together)
+        *reinterpret_cast<float4*>(out_t + (size_t)(n0 + n) * M + m0 + r) =
+            make_float4(red[r * LD + n], red[(r + 1) * LD + n], red[(r + 2) * LD + n], red[(r + 3) * LD + n]);
+    }
+}
+
 // C (M, N) = epi(A . B) for the (64 WGS) x BN tile of this block, the whole of K; A_KC / B_KC as in
-// matmul_bf16_kernel. out_bf16: NULL, or (M, N) where C is stored again, rounded to BF16.
-template <int WGS, int BN, int ST, bool A_KC, bool B_KC>
+// matmul_bf16_kernel. T: __nv_bfloat16, or float for TF32 values (then A_KC and B_KC: C = A . B^T,
+// A (M, K), B (N, K)). out_bf16: NULL, or (M, N) where C is stored again, rounded to BF16.
+// out_t: for T = float with MF_EPI_SGD or MF_EPI_DINP on the float4 path, NULL or (N, M), where the
+// new weights or dinp are stored rounded and transposed (mf_wg_tf32_store4); else unused.
+template <typename T, int WGS, int BN, int ST, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__(128 * WGS)
-matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict__ A,
-                         const __nv_bfloat16* __restrict__ B, int M, int N, int K, int vec, MatmulFastEpi epi,
-                         __nv_bfloat16* __restrict__ out_bf16) {
+matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T* __restrict__ B, int M, int N, int K,
+                        int vec, MatmulFastEpi epi, __nv_bfloat16* __restrict__ out_bf16, float* __restrict__ out_t) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-    constexpr int BM = 64 * WGS, BK = 64, NT = 128 * WGS;
+    constexpr bool TF32 = sizeof(T) == 4;
+    constexpr int BM = 64 * WGS, BK = 128 / (int)sizeof(T), KSTEP = TF32 ? 8 : 16, NT = 128 * WGS;
+    static_assert(!TF32 || (A_KC && B_KC), "TF32: both tiles K-major");
     constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;   // multiples of 1024
     static_assert(ST >= 3, "copies run ST - 2 tiles ahead");
-    static_assert(BN == 128 || BN == 256, "one wgmma.m64n128k16 or m64n256k16 per k-step");
+    static_assert(BN == 128 || BN == 256, "one wgmma.m64n128k16 or m64n256k16 (k8: TF32) per k-step");
     static_assert(BM * (BN + 8) * 4 <= ST * STAGE, "the epilogue's tile fits in the stages");
     extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
@@ -161,8 +283,8 @@ matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict_
 
     auto load_tile = [&](int t) {
         const unsigned s = sbase + (t % ST) * STAGE;
-        mf_wgb16_load<BM, NT, A_KC>(s, A, M, K, lda, m0, t * BK, tid);
-        mf_wgb16_load<BN, NT, B_KC>(s + A_BYTES, B, N, K, ldb, n0, t * BK, tid);
+        mf_wgb16_load<T, BM, NT, A_KC>(s, A, M, K, lda, m0, t * BK, tid);
+        mf_wgb16_load<T, BN, NT, B_KC>(s + A_BYTES, B, N, K, ldb, n0, t * BK, tid);
     };
     mf_prefetch<ST - 2>(ntiles, load_tile);
     for (int t = 0; t < ntiles; t++) {
@@ -175,10 +297,12 @@ matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict_
         const unsigned b = sbase + (t % ST) * STAGE + A_BYTES;
         mf_wg_fence();
         #pragma unroll
-        for (int ks = 0; ks < BK / 16; ks++) {
+        for (int ks = 0; ks < BK / KSTEP; ks++) {   // (a k-step: 32 bytes along a K-major row)
             const uint64_t da = mf_wgb16_desc(a + ks * (A_KC ? 32 : 2048), !A_KC);
             const uint64_t db = mf_wgb16_desc(b + ks * (B_KC ? 32 : 2048), !B_KC);
-            if constexpr (BN == 256) mf_wgmma_bf16_n256<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+            if constexpr (TF32 && BN == 256) mf_wgmma_tf32_n256(acc, da, db);
+            else if constexpr (TF32) mf_wgmma_tf32_n128(acc, da, db);
+            else if constexpr (BN == 256) mf_wgmma_bf16_n256<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
             else mf_wgmma_bf16_n128<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
         }
         mf_wg_commit();
@@ -203,6 +327,13 @@ matmul_bf16_wgmma_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict_
             *reinterpret_cast<float2*>(&red[(warp * 16 + g + h * 8) * LD + c * 8 + 2 * q]) =
                 make_float2(acc[c * 4 + h * 2], acc[c * 4 + h * 2 + 1]);
     __syncthreads();
+    if constexpr (TF32) {
+        // -x 1's weight gradient with its SGD step, and dinp with its transposed copy, on float4s
+        if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr))) {
+            mf_wg_tf32_store4<BM, BN, NT, LD>(C, red, m0, n0, M, N, epi, out_t);
+            return;
+        }
+    }
     for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
         const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
         const int m = m0 + r, n = n0 + cc;
