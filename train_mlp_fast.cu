@@ -225,10 +225,11 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     }
     for (int l = 1; l < L; l++)
         if (model_tf32k_fits(m, l, B)) {
-            for (int i = 0; i < 2 && m->params_tf32t[1] == NULL; i++) {
-                m->params_tf32t[i] = (float *)cudaMallocCheck(pbytes, "the transposed TF32 copies of the weights");
-                cudaCheck(cudaMemset(m->params_tf32t[i], 0, pbytes));
-            }
+            for (int i = 0; i < 2; i++)
+                if (m->params_tf32t[i] == NULL) {
+                    m->params_tf32t[i] = (float *)cudaMallocCheck(pbytes, "the transposed TF32 copies of the weights");
+                    cudaCheck(cudaMemset(m->params_tf32t[i], 0, pbytes));
+                }
             const size_t in = (size_t)B * sizes[l] * sizeof(float), out = (size_t)B * sizes[l + 1] * sizeof(float);
             m->inp_t[l] = (float *)cudaMallocCheck(in, "the transposed TF32 activations");
             m->dout_r[l] = (float *)cudaMallocCheck(out, "the TF32 activation gradients");
@@ -330,7 +331,7 @@ static void model_free(Model *m) {
 // them (the initial draw, a checkpoint, a broadcast, a test)
 static void model_sync_copies(Model *m, cudaStream_t stream) {
     if (m->params_tf32) round_tf32_copy(m->params_tf32, m->params, m->num_params, stream);
-    for (int l = 0; l < m->L; l++)   // (into the copy the next step's dinp reads)
+    for (int l = 1; l < m->L; l++)   // (into the copy the next step's dinp reads; layer 0 has no dinp)
         if (m->inp_t[l])
             tf32_transpose(m->params_tf32t[m->tf32t_parity] + m->w_off[l], NULL, m->params_tf32 + m->w_off[l],
                            m->sizes[l + 1], m->sizes[l], stream);

@@ -61,7 +61,7 @@ block per SM resident at once (a cooperative launch).
 #include "../../common/mlp.h"     // MAX_LAYERS
 #include "../activation.cuh"      // ACT_*
 #include "../common.cuh"          // cudaCheck, CEIL_DIV
-#include "../sgd.cuh"             // sgd_one
+#include "../sgd.cuh"             // sgd_one, sgd_four
 #include "../softmax_xent.cuh"    // block_sum_fixed_order
 #include "configs.cuh"            // mf_smem_floats
 #include "epilogue.cuh"           // mf_epi_load, mf_epi_apply
@@ -214,17 +214,12 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             const size_t i = (size_t)m * N + n;
             float4 w = *reinterpret_cast<const float4 *>(sg.param + i), mb = *reinterpret_cast<const float4 *>(sg.mbuf + i);
             const float4 g = red[e4];
-            sgd_one(w.x, g.x, mb.x, sg.lr, sg.mu, sg.wd);
-            sgd_one(w.y, g.y, mb.y, sg.lr, sg.mu, sg.wd);
-            sgd_one(w.z, g.z, mb.z, sg.lr, sg.mu, sg.wd);
-            sgd_one(w.w, g.w, mb.w, sg.lr, sg.mu, sg.wd);
+            sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
             *reinterpret_cast<float4 *>(sg.param + i) = w;
             *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
             if (keep) {
                 *reinterpret_cast<float4 *>(C + i) = g;
-                if (sg.param_tf32)
-                    *reinterpret_cast<float4 *>(sg.param_tf32 + i) =
-                        make_float4(round_tf32(w.x), round_tf32(w.y), round_tf32(w.z), round_tf32(w.w));
+                if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
             }
         }
     } else {

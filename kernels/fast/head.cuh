@@ -43,7 +43,7 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 #include "../softmax_xent.cuh"  // softmax_xent_row, block_sum_fixed_order, LOSS_THREADS
 #include "dbias.cuh"            // dbias_tile, DBIAS_TILE
 #include "pdl.cuh"              // pdl_wait, launch_pdl
-#include "tf32.cuh"             // mf_bf16_bits
+#include "tf32.cuh"             // mf_bf16_bits, round_tf32, mf_round_tf32
 
 #define HEAD_MAX_C 32     // classes the fused head takes (each thread keeps HEAD_ROWS x MAXC partial sums)
 #define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
@@ -159,9 +159,7 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
             *reinterpret_cast<float4 *>(dh + o) = s;
             if (dh_bf16)
                 *reinterpret_cast<uint2 *>(dh_bf16 + o) = make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
-            if (dh_tf32)
-                *reinterpret_cast<float4 *>(dh_tf32 + o) =
-                    make_float4(round_tf32(s.x), round_tf32(s.y), round_tf32(s.z), round_tf32(s.w));
+            if (dh_tf32) *reinterpret_cast<float4 *>(dh_tf32 + o) = mf_round_tf32(s);
         } else {
             const float v = s.x * activation_grad_from_output(h[o], act);
             dh[o] = v;

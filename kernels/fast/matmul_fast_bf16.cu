@@ -171,9 +171,9 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
 
 // ----------------------------------------------------------------------------
 // -x 1's large products on K-major TF32 copies: matmul_wgmma_ops_kernel with T = float, in one of the
-// configurations below (ID, warpgroups, BN, stages of 32 k); which one each product takes is
-// mf_tf32k_pick's (dev/NOTES.md has the measurements behind it), or MLP_TF32K_CFGS's ("F,D,W": the
-// forward, dinp and dweight products' IDs, for comparisons without a rebuild).
+// configurations below (ID, warpgroups, BN, stages of 32 k). Every product takes the first (the others
+// measured no faster: dev/NOTES.md), unless MLP_TF32K_CFGS says otherwise ("F,D,W": the forward, dinp
+// and dweight products' IDs, for comparisons without a rebuild; matmul_fast_tf32k_cfg).
 #define MF_TF32K_CONFIGS(X) \
     X(0, 2, 256, 4)   /* 128 x 256, 193 KB: one block an SM */ \
     X(1, 2, 128, 3)   /* 128 x 128, 97 KB: two blocks an SM, one's epilogue beside the other's products */ \
@@ -183,7 +183,6 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
 #define MF_TF32K_MIN_FILL 0.5f
 #endif
 static float mf_tf32k_min_fill = MF_TF32K_MIN_FILL;
-static int mf_tf32k_pick[3] = {0, 0, 0};   // forward, dinp, dweight
 
 float matmul_fast_tf32k_set_min_fill(float min_fill) {
     const float old = mf_tf32k_min_fill;
@@ -211,22 +210,25 @@ int matmul_fast_tf32k_num_cfgs(void) {
     return n;
 }
 
-int matmul_fast_tf32k_cfg(MfProduct prod) {
-    static int read = 0;
-    if (!read) {
-        read = 1;
-        const char *env = getenv("MLP_TF32K_CFGS");
-        int f, d, w;
-        if (env && sscanf(env, "%d,%d,%d", &f, &d, &w) == 3 && f >= 0 && d >= 0 && w >= 0 &&
-            f < matmul_fast_tf32k_num_cfgs() && d < matmul_fast_tf32k_num_cfgs() && w < matmul_fast_tf32k_num_cfgs()) {
-            mf_tf32k_pick[MF_FWD] = f, mf_tf32k_pick[MF_DINP] = d, mf_tf32k_pick[MF_DWEIGHT] = w;
-        } else if (env) {
-            fprintf(stderr, "error: MLP_TF32K_CFGS=%s: three configuration IDs from 0 to %d, as F,D,W\n", env,
-                    matmul_fast_tf32k_num_cfgs() - 1);
-            exit(EXIT_FAILURE);
-        }
+// the picks (forward, dinp, dweight): 0 for all three, or MLP_TF32K_CFGS's
+typedef struct { int cfg[3]; } MfTf32kPicks;
+static MfTf32kPicks mf_tf32k_read_picks(void) {
+    MfTf32kPicks p = {{0, 0, 0}};
+    const char *env = getenv("MLP_TF32K_CFGS");
+    if (env == NULL) return p;
+    const int n = matmul_fast_tf32k_num_cfgs();
+    int f, d, w;
+    if (sscanf(env, "%d,%d,%d", &f, &d, &w) != 3 || f < 0 || d < 0 || w < 0 || f >= n || d >= n || w >= n) {
+        fprintf(stderr, "error: MLP_TF32K_CFGS=%s: three configuration IDs from 0 to %d, as F,D,W\n", env, n - 1);
+        exit(EXIT_FAILURE);
     }
-    return mf_tf32k_pick[prod];
+    p.cfg[MF_FWD] = f, p.cfg[MF_DINP] = d, p.cfg[MF_DWEIGHT] = w;
+    return p;
+}
+
+int matmul_fast_tf32k_cfg(MfProduct prod) {
+    static const MfTf32kPicks picks = mf_tf32k_read_picks();   // (read once, safely from -g's threads too)
+    return picks.cfg[prod];
 }
 
 void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B, int M, int N, int K,

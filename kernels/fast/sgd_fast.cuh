@@ -15,7 +15,7 @@ pointers allow it; the last n % 4 floats go one at a time.
 #include <stdint.h>
 
 #include "../common.cuh"
-#include "../sgd.cuh"  // sgd_one
+#include "../sgd.cuh"  // sgd_one, sgd_four
 #include "tf32.cuh"
 
 // one parameter per thread (for slices that are not 16-byte aligned)
@@ -38,15 +38,10 @@ __global__ void sgd_update_vec4_kernel(float *params, const float *grads, float 
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += stride) {
         float4 p = p4[i], g = g4[i], m = m4[i];
-        sgd_one(p.x, g.x, m.x, lr, mu, wd);
-        sgd_one(p.y, g.y, m.y, lr, mu, wd);
-        sgd_one(p.z, g.z, m.z, lr, mu, wd);
-        sgd_one(p.w, g.w, m.w, lr, mu, wd);
+        sgd_four(p, g, m, lr, mu, wd);
         p4[i] = p;
         m4[i] = m;
-        if (rounded)
-            reinterpret_cast<float4 *>(rounded)[i] =
-                make_float4(round_tf32(p.x), round_tf32(p.y), round_tf32(p.z), round_tf32(p.w));
+        if (rounded) reinterpret_cast<float4 *>(rounded)[i] = mf_round_tf32(p);
         if (bf16) reinterpret_cast<uint2 *>(bf16)[i] = make_uint2(mf_bf16x2_bits(p.x, p.y), mf_bf16x2_bits(p.z, p.w));
     }
     for (size_t i = 4 * n4 + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {

@@ -33,6 +33,11 @@ __host__ __device__ __forceinline__ float round_tf32(float x) {
 #endif
 }
 
+// four floats rounded to TF32, kept as floats (tiles and copies the tensor cores read as they are)
+__device__ __forceinline__ float4 mf_round_tf32(float4 v) {
+    return make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
+}
+
 // BF16: a float with its mantissa cut to 7 bits (of 23), 16 bits dropped. round_bf16 rounds to the
 // nearest BF16 value, ties away from zero: what the BF16 kernels do to their operands
 // (mf_pack_bf16, kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.

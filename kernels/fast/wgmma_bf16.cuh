@@ -181,7 +181,7 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // -x 1's epilogues on float4s that also store the tile rounded to TF32 and transposed into out_t (N, M)
 // (NULL: not): the tile's sums are staged in shared memory (red, BM x BN, rows LD floats apart).
 //   MF_EPI_SGD   dW = the sums is stored in C (unless C is NULL: a gradient nobody reads), and each
-//                weight W[m][n] takes its SGD step (sgd_one, kernels/sgd.cuh) with its momentum, the new
+//                weight W[m][n] takes its SGD step (sgd_four, kernels/sgd.cuh) with its momentum, the new
 //                weight also stored rounded to TF32 where sgd.param_tf32 is set; out_t: W^T, what the
 //                next step's dinp reads on this kernel.
 //   MF_EPI_DINP  dinp = the sums times act'(y) is stored in C; out_t: dinp^T, the next layer down's
@@ -210,14 +210,11 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
         if (epi.kind == MF_EPI_SGD) {
             float4 w = *reinterpret_cast<const float4*>(sg.param + i), mb = *reinterpret_cast<const float4*>(sg.mbuf + i);
             const float4 g = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
-            sgd_one(w.x, g.x, mb.x, sg.lr, sg.mu, sg.wd);
-            sgd_one(w.y, g.y, mb.y, sg.lr, sg.mu, sg.wd);
-            sgd_one(w.z, g.z, mb.z, sg.lr, sg.mu, sg.wd);
-            sgd_one(w.w, g.w, mb.w, sg.lr, sg.mu, sg.wd);
+            sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
             if (C != nullptr) *reinterpret_cast<float4*>(C + i) = g;
             *reinterpret_cast<float4*>(sg.param + i) = w;
             *reinterpret_cast<float4*>(sg.mbuf + i) = mb;
-            o = make_float4(round_tf32(w.x), round_tf32(w.y), round_tf32(w.z), round_tf32(w.w));
+            o = mf_round_tf32(w);
             if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
         } else {   // MF_EPI_DINP
             float4 v = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
@@ -229,7 +226,7 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
                 v.w *= activation_grad_from_output(y.w, epi.act);
             }
             *reinterpret_cast<float4*>(C + i) = v;
-            o = make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
+            o = mf_round_tf32(v);
         }
         if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
     }

@@ -43,12 +43,7 @@ dev/NOTES.md.)
 #include "epilogue.cuh"  // mf_store_pair, mf_cluster_reduce, MF_SPLIT_*
 #include "pdl.cuh"       // pdl_wait
 #include "pipeline.cuh"  // MfTile, mf_cp16, mf_cp4, mf_cp_wait, mf_prefetch
-#include "tf32.cuh"      // round_tf32
-
-// the four floats rounded to TF32, kept as floats (for tiles the tensor cores read as they are)
-__device__ __forceinline__ float4 mf_round_tf32(float4 v) {
-    return make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w));
-}
+#include "tf32.cuh"      // round_tf32, mf_round_tf32
 
 #if defined(MF_WGMMA)
 // the matrix descriptor of a K-major tile with 128-byte swizzle at shared address sa (PTX ISA,
