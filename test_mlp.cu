@@ -1087,9 +1087,15 @@ static void test_matmul_tf32k(void) {
         cudaCheck(cudaMemcpy(daux, aux, mn * sizeof(float), cudaMemcpyHostToDevice));
         for (int m = 0; m < M; m++)
             for (int n = 0; n < N; n++) sums[(size_t)m * N + n] = mm_ref(MF_FWD, hA, hB, M, N, K, m, n, 0);   // (TF32 values already)
-        for (int cfg = 0; cfg < matmul_fast_tf32k_num_cfgs(); cfg++)
+        // every configuration, and the persistent one again on a grid of two blocks, each then taking
+        // every other tile in turn (its epilogue beside the next tile's products)
+        for (int pass = 0; pass <= matmul_fast_tf32k_num_cfgs(); pass++)
             for (int variant = 0; variant < 6; variant++) {   // raw, forward, dinp, SGD; SGD off alignment; dinp
                                                               // with its transposed copy
+                const int cfg = pass < matmul_fast_tf32k_num_cfgs() ? pass : matmul_fast_tf32k_persistent_cfg();
+                const int cap_old = matmul_fast_tf32k_set_grid_cap(pass == cfg ? 0 : 2);
+                char cname[40];
+                snprintf(cname, sizeof cname, pass == cfg ? "configuration %d" : "configuration %d on 2 blocks", cfg);
                 const int kind = variant < MF_EPI_SGD ? variant : variant == 5 ? MF_EPI_DINP : MF_EPI_SGD;
                 const int off = variant == 4;
                 for (size_t i = 0; i < mn; i++) {
@@ -1119,6 +1125,7 @@ static void test_matmul_tf32k(void) {
                 cudaCheck(cudaMemset(dC, 0xFF, mn * sizeof(float)));   // NaN: every element must be written
                 matmul_fast_tf32k_run_cfg(cfg, dC, dA, dB, M, N, K, &epi, param_t, 0, 0);
                 cudaCheck(cudaDeviceSynchronize());
+                matmul_fast_tf32k_set_grid_cap(cap_old);
                 download(hC, dC, mn);
                 if (kind == MF_EPI_SGD) {
                     sgd_update_fast(sgd_dev[3], dC, sgd_dev[4], sgd_dev[5], mn, lr, mu, wd, 1, 0);
@@ -1135,9 +1142,9 @@ static void test_matmul_tf32k(void) {
                             for (int n = 0; n < N; n++)
                                 bad_t += memcmp(&hT[(size_t)n * M + m], &hS[(size_t)m * N + n], 4) != 0;
                     }
-                    check(bad == 0 && bad_t == 0, "configuration %d, SGD epilogue%s, %dx%d: W, its momentum and its "
+                    check(bad == 0 && bad_t == 0, "%s, SGD epilogue%s, %dx%d: W, its momentum and its "
                           "TF32 copy equal sgd_update_fast's step on the kernel's gradient (%d of 3 differ)%s (%d differ)",
-                          cfg, off ? " (W not 16-byte aligned)" : "", M, N, bad,
+                          cname, off ? " (W not 16-byte aligned)" : "", M, N, bad,
                           param_t ? ", the transposed copy that copy transposed" : ", no transposed copy", bad_t);
                 }
                 // forward's outputs are rounded to TF32 on both sides: the rounding can turn an FP32 sum's
@@ -1153,18 +1160,18 @@ static void test_matmul_tf32k(void) {
                             const float want = round_tf32(hC[(size_t)m * N + n]);
                             bad_t += memcmp(&hT[(size_t)n * M + m], &want, 4) != 0;
                         }
-                    check(bad_t == 0, "configuration %d, dinp epilogue, %dx%d: the transposed copy is dinp rounded to "
-                          "TF32 and transposed (%d of %zu differ)", cfg, M, N, bad_t, mn);
+                    check(bad_t == 0, "%s, dinp epilogue, %dx%d: the transposed copy is dinp rounded to "
+                          "TF32 and transposed (%d of %zu differ)", cname, M, N, bad_t, mn);
                 }
                 const char *names[] = {"raw (dweight)", "forward", "dinp", "SGD (dweight)", "SGD, W off alignment,",
                                        "dinp with its transposed copy,"};
-                check(e <= bound, "configuration %d, %s epilogue, %dx%dx%d: rel norm %.2e (<= %.1e)", cfg,
+                check(e <= bound, "%s, %s epilogue, %dx%dx%d: rel norm %.2e (<= %.1e)", cname,
                       names[variant], M, N, K, e, bound);
                 if (kind == MF_EPI_FORWARD) {
                     int bad = 0;
                     for (size_t i = 0; i < mn; i++) bad += round_tf32(hC[i]) != hC[i];
-                    check(bad == 0, "configuration %d, forward epilogue: every output is a TF32 value (%d of %zu are not)",
-                          cfg, bad, mn);
+                    check(bad == 0, "%s, forward epilogue: every output is a TF32 value (%d of %zu are not)",
+                          cname, bad, mn);
                 }
             }
     }

@@ -41,6 +41,12 @@ tile, the products of one tile in flight while the next is issued.
 #include "pipeline.cuh"     // mf_cp_commit, mf_cp_wait, mf_prefetch
 #include "wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait, mf_wg_pin, mf_fence_proxy_async
 
+// Named barriers (IDs 1 to 15; 0 is __syncthreads'): bar.sync waits until n threads (whole warps)
+// have reached the barrier, bar.arrive counts this thread in and goes on. Either orders the thread's
+// earlier shared-memory accesses before the barrier completes for everyone in it (PTX ISA, "bar").
+__device__ __forceinline__ void mf_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void mf_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(n) : "memory"); }
+
 // bytes of dynamic shared memory of a configuration (the stages, and 1024 to align the atoms)
 // (the epilogue's tile, 64 WGS rows of BN + 8 floats, reuses them: it must fit)
 constexpr int mf_wgb16_smem_bytes(int WGS, int BN, int ST) { return ST * (64 * WGS + BN) * 128 + 1024; }
@@ -196,12 +202,14 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // values contiguous there. Lane l takes column l % 16 and rows 4 (l / 16) .. + 3 of a group of 8 (a
 // float4 in out_t: two lanes fill a 32-byte sector); its four loads from red, LD = 8 (mod 32) floats
 // apart, hit banks that only lanes l and l + 16 share.
-template <int BM, int BN, int NT, int LD>
+// The NT threads that run it are numbered tid; BAR: the barrier they meet at (0: __syncthreads, the
+// whole block; else the named barrier of that ID, for NT threads).
+template <int BM, int BN, int NT, int LD, int BAR = 0>
 __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* red, int m0, int n0, int M, int N,
-                                                  const MatmulFastEpi& epi, float* __restrict__ out_t) {
+                                                  const MatmulFastEpi& epi, float* __restrict__ out_t, int tid) {
     const MatmulFastSgd& sg = epi.sgd;
     #pragma unroll 4
-    for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += NT) {
+    for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
         const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
         const int m = m0 + r, n = n0 + cc;
         if (m >= M || n >= N) continue;
@@ -231,15 +239,48 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
         if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
     }
     if (out_t == nullptr) return;
-    __syncthreads();
+    if constexpr (BAR == 0) __syncthreads();
+    else mf_bar_sync(BAR, NT);
     static_assert(BN % 16 == 0 && BM % 8 == 0 && (BN * BM / 4) % NT == 0, "whole groups of 16 columns x 8 rows");
     #pragma unroll 4
-    for (int e = threadIdx.x; e < BN * BM / 4; e += NT) {
+    for (int e = tid; e < BN * BM / 4; e += NT) {
         const int lane = e % 32, grp = e / 32;
         const int n = (grp % (BN / 16)) * 16 + lane % 16, r = ((grp / (BN / 16)) * 2 + lane / 16) * 4;
         if (n0 + n >= N || m0 + r >= M) continue;   // (M % 4 == 0: the four rows are in range together)
         *reinterpret_cast<float4*>(out_t + (size_t)(n0 + n) * M + m0 + r) =
             make_float4(red[r * LD + n], red[(r + 1) * LD + n], red[(r + 2) * LD + n], red[(r + 3) * LD + n]);
+    }
+}
+
+// A thread's wgmma accumulators (acc[c * 4 + h * 2 + e]: row r0 + 8 h, column 8 c + 2 q + e of the
+// tile) into the tile's sums in shared memory, red (rows LD floats apart: a warp's float2 stores then
+// conflict at most two ways)
+template <int BN, int LD>
+__device__ __forceinline__ void mf_wg_acc_to_smem(float* red, const float* acc, int r0, int q) {
+    #pragma unroll
+    for (int h = 0; h < 2; h++)
+        #pragma unroll
+        for (int c = 0; c < BN / 8; c++)
+            *reinterpret_cast<float2*>(&red[(r0 + h * 8) * LD + c * 8 + 2 * q]) =
+                make_float2(acc[c * 4 + h * 2], acc[c * 4 + h * 2 + 1]);
+}
+
+// Every other epilogue, from the tile's sums in red (BM x BN, rows LD floats apart), by NT threads
+// numbered tid: each takes a float4 of a row at a time through the epilogue (mf_epi_load,
+// mf_epi_store4) and stores it (and its BF16 copy, out_bf16) whole.
+template <int BM, int BN, int NT, int LD>
+__device__ __forceinline__ void mf_wg_store_general(float* __restrict__ C, const float* red, int m0, int n0, int M,
+                                                    int N, int vec, const MatmulFastEpi& epi,
+                                                    __nv_bfloat16* __restrict__ out_bf16, int tid) {
+    for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
+        const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
+        const int m = m0 + r, n = n0 + cc;
+        if (m >= M || n >= N) continue;
+        MfEpiIn in[4];   // the epilogue's loads of the four first, then the arithmetic
+        #pragma unroll
+        for (int j = 0; j < 4; j++) in[j] = n + j < N ? mf_epi_load(m, n + j, N, epi) : MfEpiIn{0.0f, 0.0f};
+        mf_epi_store4(C, *reinterpret_cast<const float4*>(&red[r * LD + cc]), in, m, n, N, vec != 0, epi,
+                      reinterpret_cast<unsigned short*>(out_bf16));
     }
 }
 
@@ -317,31 +358,114 @@ matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T*
     // serialised the wgmmas of the 256-column tile (ptxas warning C7514).
     constexpr int LD = BN + 8;
     float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw));
-    #pragma unroll
-    for (int h = 0; h < 2; h++)
-        #pragma unroll
-        for (int c = 0; c < BN / 8; c++)
-            *reinterpret_cast<float2*>(&red[(warp * 16 + g + h * 8) * LD + c * 8 + 2 * q]) =
-                make_float2(acc[c * 4 + h * 2], acc[c * 4 + h * 2 + 1]);
+    mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
     __syncthreads();
     if constexpr (TF32) {
         // -x 1's weight gradient with its SGD step, and dinp with its transposed copy, on float4s
         if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr))) {
-            mf_wg_tf32_store4<BM, BN, NT, LD>(C, red, m0, n0, M, N, epi, out_t);
+            mf_wg_tf32_store4<BM, BN, NT, LD>(C, red, m0, n0, M, N, epi, out_t, tid);
             return;
         }
     }
-    for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
-        const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
-        const int m = m0 + r, n = n0 + cc;
-        if (m >= M || n >= N) continue;
-        MfEpiIn in[4];   // the epilogue's loads of the four first, then the arithmetic
-        #pragma unroll
-        for (int j = 0; j < 4; j++) in[j] = n + j < N ? mf_epi_load(m, n + j, N, epi) : MfEpiIn{0.0f, 0.0f};
-        mf_epi_store4(C, *reinterpret_cast<const float4*>(&red[r * LD + cc]), in, m, n, N, vec != 0, epi,
-                      reinterpret_cast<unsigned short*>(out_bf16));
+    mf_wg_store_general<BM, BN, NT, LD>(C, red, m0, n0, M, N, vec, epi, out_bf16, tid);
+#endif
+}
+
+// The same product for TF32 values, persistent, its epilogue beside the next tile's products.
+// Why: -x 1's weight gradient carries the layer's SGD step in its epilogue, which moves six floats per
+// weight (W and its momentum in; W, its momentum and both TF32 copies out) and, in the kernel above,
+// waits for the tile's products and keeps the tensor cores idle while it runs: one block an SM, every
+// block at the same point. Here a block of four warpgroups stays on its SM and takes tiles in turn
+// (tile, tile + gridDim.x, ...; the grid at most one block an SM): warpgroups 0 and 1 run the
+// products of a 128 x BN tile as the kernel above does, then put its sums in a staging tile in shared
+// memory of its own and go on to the next tile at once; warpgroups 2 and 3 take the staging tile
+// through the epilogue meanwhile. Two named barriers hand the staging tile over: FULL (the sums are
+// in it) and FREE (the epilogue has read it). The next tile's first copies are issued before the
+// products' warpgroups wait for FREE, so that its operands are on their way while they wait.
+// BN = 128 (64 accumulators a thread): 512 threads leave a thread 128 registers.
+template <int BN, int ST>
+__global__ void __launch_bounds__(512, 1)
+matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N,
+                          int K, int vec, MatmulFastEpi epi, float* __restrict__ out_t) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    constexpr int BM = 128, BK = 32, KSTEP = 8, NT = 256, NE = 256;   // NT products' threads, NE epilogue's
+    constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES, LD = BN + 8;
+    constexpr int BAR_MMA = 1, BAR_FULL = 2, BAR_FREE = 3, BAR_EPI = 4;   // (0: __syncthreads, unused here)
+    static_assert(ST >= 3, "copies run ST - 2 tiles ahead");
+    static_assert(BN == 128, "64 accumulators a thread: 512 threads leave 128 registers each");
+    extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
+    const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
+    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // atoms start 1024-byte aligned
+    float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw) + ST * STAGE);   // the staging tile
+
+    pdl_wait();   // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
+    const int tid = threadIdx.x;
+    const int tiles_n = (N + BN - 1) / BN, tiles = tiles_n * ((M + BM - 1) / BM);
+    const int ntiles = (K + BK - 1) / BK;
+
+    if (tid < NT) {   // ---- warpgroups 0 and 1: the products
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");   // (of the epilogue's: 160 + 96 = 2 x 128)
+        const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4, wg = tid / 128;
+        auto prefetch = [&](int tile) {   // the first ST - 2 k-tiles of a tile
+            const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+            mf_prefetch<ST - 2>(ntiles, [&](int t) {
+                const unsigned s = sbase + (t % ST) * STAGE;
+                mf_wgb16_load<float, BM, NT, true>(s, A, M, K, K, m0, t * BK, tid);
+                mf_wgb16_load<float, BN, NT, true>(s + A_BYTES, B, N, K, K, n0, t * BK, tid);
+            });
+        };
+        if (blockIdx.x < tiles) prefetch(blockIdx.x);
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+            float acc[BN / 2];
+            #pragma unroll
+            for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+            for (int t = 0; t < ntiles; t++) {
+                mf_cp_wait<ST - 3>();        // k-tile t has landed (this thread's copies) ...
+                mf_fence_proxy_async();      // ... visible to the tensor cores ...
+                mf_bar_sync(BAR_MMA, NT);    // ... everybody's; and every thread is past k-tile t - 1's wait
+                if (t + ST - 2 < ntiles) {   // into the stage of k-tile t - 2
+                    const int tn = t + ST - 2;
+                    const unsigned s = sbase + (tn % ST) * STAGE;
+                    mf_wgb16_load<float, BM, NT, true>(s, A, M, K, K, m0, tn * BK, tid);
+                    mf_wgb16_load<float, BN, NT, true>(s + A_BYTES, B, N, K, K, n0, tn * BK, tid);
+                }
+                mf_cp_commit();
+                const unsigned a = sbase + (t % ST) * STAGE + wg * 64 * 128, b = sbase + (t % ST) * STAGE + A_BYTES;
+                mf_wg_fence();
+                #pragma unroll
+                for (int ks = 0; ks < BK / KSTEP; ks++)
+                    mf_wgmma_tf32_n128(acc, mf_wgb16_desc(a + ks * 32, false), mf_wgb16_desc(b + ks * 32, false));
+                mf_wg_commit();
+                mf_wg_wait<1>();             // k-tile t - 1's products are done
+            }
+            mf_wg_wait<0>();
+            mf_cp_wait<0>();
+            mf_bar_sync(BAR_MMA, NT);        // both warpgroups' products are done: the stages are free
+            if (tile + (int)gridDim.x < tiles) prefetch(tile + gridDim.x);
+            mf_bar_sync(BAR_FREE, NT + NE);  // the epilogue has read the staging tile's last sums
+            mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
+            mf_bar_arrive(BAR_FULL, NT + NE);   // the sums are in it
+        }
+    } else {          // ---- warpgroups 2 and 3: the epilogue of each tile, from the staging tile
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 96;\n");
+        const int et = tid - NT;
+        if (blockIdx.x < tiles) mf_bar_arrive(BAR_FREE, NT + NE);   // (empty at first)
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+            mf_bar_sync(BAR_FULL, NT + NE);
+            if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr)))
+                mf_wg_tf32_store4<BM, BN, NE, LD, BAR_EPI>(C, red, m0, n0, M, N, epi, out_t, et);
+            else
+                mf_wg_store_general<BM, BN, NE, LD>(C, red, m0, n0, M, N, vec, epi, nullptr, et);
+            if (tile + (int)gridDim.x < tiles) mf_bar_arrive(BAR_FREE, NT + NE);   // read: the next may come
+        }
     }
 #endif
 }
+
+// bytes of dynamic shared memory of the persistent kernel: its stages, its staging tile (128 rows of
+// BN + 8 floats) and 1024 to align the atoms
+constexpr int mf_wgtp_smem_bytes(int BN, int ST) { return ST * (128 + BN) * 128 + 128 * (BN + 8) * 4 + 1024; }
 
 #endif  // MLP_FAST_WGMMA_BF16_CUH
