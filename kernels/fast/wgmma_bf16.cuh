@@ -41,11 +41,26 @@ tile, the products of one tile in flight while the next is issued.
 #include "pipeline.cuh"     // mf_cp_commit, mf_cp_wait, mf_prefetch
 #include "wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait, mf_wg_pin, mf_fence_proxy_async
 
-// Named barriers (IDs 1 to 15; 0 is __syncthreads'): bar.sync waits until n threads (whole warps)
-// have reached the barrier, bar.arrive counts this thread in and goes on. Either orders the thread's
-// earlier shared-memory accesses before the barrier completes for everyone in it (PTX ISA, "bar").
+// A named barrier (IDs 1 to 15; 0 is __syncthreads'): waits until n threads (whole warps, the same n
+// in each) have reached it, and orders their shared-memory accesses before it against theirs after it
 __device__ __forceinline__ void mf_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void mf_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(n) : "memory"); }
+
+#if defined(MF_WGMMA)
+// mbarriers (barrier objects in shared memory; PTX ISA, "mbarrier"): init with the arrivals a phase
+// takes; arrive (release: this thread's earlier accesses are ordered before the phase completes);
+// wait until the phase of the given parity has completed (acquire)
+__device__ __forceinline__ void mf_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mf_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mf_mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n.reg .pred p;\nMF_WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra MF_WAIT_%=;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+#endif
 
 // bytes of dynamic shared memory of a configuration (the stages, and 1024 to align the atoms)
 // (the epilogue's tile, 64 WGS rows of BN + 8 floats, reuses them: it must fit)
@@ -379,9 +394,13 @@ matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T*
 // (tile, tile + gridDim.x, ...; the grid at most one block an SM): warpgroups 0 and 1 run the
 // products of a 128 x BN tile as the kernel above does, then put its sums in a staging tile in shared
 // memory of its own and go on to the next tile at once; warpgroups 2 and 3 take the staging tile
-// through the epilogue meanwhile. Two named barriers hand the staging tile over: FULL (the sums are
-// in it) and FREE (the epilogue has read it). The next tile's first copies are issued before the
-// products' warpgroups wait for FREE, so that its operands are on their way while they wait.
+// through the epilogue meanwhile. Two mbarriers hand the staging tile over, a phase per tile: full
+// (every products' thread has stored its sums) and free (every epilogue thread has read them); each
+// side arrives at one and waits at the other, so neither blocks the other beyond the tile between
+// them. (Named barriers that one side arrives at and the other waits at do the same, but
+// compute-sanitizer's racecheck reports the accesses across them as hazards: dev/NOTES.md.) The next
+// tile's first copies are issued before the products' warpgroups wait for free, so that its operands
+// are on their way meanwhile.
 // BN = 128 (64 accumulators a thread): 512 threads leave a thread 128 registers.
 template <int BN, int ST>
 __global__ void __launch_bounds__(512, 1)
@@ -390,13 +409,19 @@ matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, co
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     constexpr int BM = 128, BK = 32, KSTEP = 8, NT = 256, NE = 256;   // NT products' threads, NE epilogue's
     constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES, LD = BN + 8;
-    constexpr int BAR_MMA = 1, BAR_FULL = 2, BAR_FREE = 3, BAR_EPI = 4;   // (0: __syncthreads, unused here)
+    constexpr int BAR_MMA = 1, BAR_EPI = 2;   // each side's named barrier (0, __syncthreads, is unused here)
     static_assert(ST >= 3, "copies run ST - 2 tiles ahead");
     static_assert(BN == 128, "64 accumulators a thread: 512 threads leave 128 registers each");
     extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // atoms start 1024-byte aligned
     float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw) + ST * STAGE);   // the staging tile
+    const unsigned mb_full = sbase + ST * STAGE + BM * LD * 4, mb_free = mb_full + 8;   // after the staging tile
+    if (threadIdx.x == 0) {
+        mf_mbar_init(mb_full, NT);   // a phase a tile: every products' thread has stored its sums
+        mf_mbar_init(mb_free, NE);   // every epilogue thread has read them
+    }
+    __syncthreads();
 
     pdl_wait();   // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
     const int tid = threadIdx.x;
@@ -415,7 +440,7 @@ matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, co
             });
         };
         if (blockIdx.x < tiles) prefetch(blockIdx.x);
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        for (int tile = blockIdx.x, j = 0; tile < tiles; tile += gridDim.x, j++) {
             const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
             float acc[BN / 2];
             #pragma unroll
@@ -443,29 +468,28 @@ matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, co
             mf_cp_wait<0>();
             mf_bar_sync(BAR_MMA, NT);        // both warpgroups' products are done: the stages are free
             if (tile + (int)gridDim.x < tiles) prefetch(tile + gridDim.x);
-            mf_bar_sync(BAR_FREE, NT + NE);  // the epilogue has read the staging tile's last sums
+            if (j > 0) mf_mbar_wait(mb_free, (j - 1) & 1);   // the epilogue has read the staging tile's last sums
             mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
-            mf_bar_arrive(BAR_FULL, NT + NE);   // the sums are in it
+            mf_mbar_arrive(mb_full);         // the sums are in it
         }
     } else {          // ---- warpgroups 2 and 3: the epilogue of each tile, from the staging tile
         asm volatile("setmaxnreg.dec.sync.aligned.u32 96;\n");
         const int et = tid - NT;
-        if (blockIdx.x < tiles) mf_bar_arrive(BAR_FREE, NT + NE);   // (empty at first)
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        for (int tile = blockIdx.x, j = 0; tile < tiles; tile += gridDim.x, j++) {
             const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
-            mf_bar_sync(BAR_FULL, NT + NE);
+            mf_mbar_wait(mb_full, j & 1);
             if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr)))
                 mf_wg_tf32_store4<BM, BN, NE, LD, BAR_EPI>(C, red, m0, n0, M, N, epi, out_t, et);
             else
                 mf_wg_store_general<BM, BN, NE, LD>(C, red, m0, n0, M, N, vec, epi, nullptr, et);
-            if (tile + (int)gridDim.x < tiles) mf_bar_arrive(BAR_FREE, NT + NE);   // read: the next may come
+            mf_mbar_arrive(mb_free);   // read: the next may come
         }
     }
 #endif
 }
 
 // bytes of dynamic shared memory of the persistent kernel: its stages, its staging tile (128 rows of
-// BN + 8 floats) and 1024 to align the atoms
-constexpr int mf_wgtp_smem_bytes(int BN, int ST) { return ST * (128 + BN) * 128 + 128 * (BN + 8) * 4 + 1024; }
+// BN + 8 floats), its two mbarriers and 1024 to align the atoms
+constexpr int mf_wgtp_smem_bytes(int BN, int ST) { return ST * (128 + BN) * 128 + 128 * (BN + 8) * 4 + 16 + 1024; }
 
 #endif  // MLP_FAST_WGMMA_BF16_CUH
