@@ -187,10 +187,9 @@ static int model_tf32k_fwd(const Model *m, int l, int bs) {
     return m->prec == PREC_TF32 && l <= m->L - 2 && m->w_off[l] % 4 == 0 &&
            matmul_fast_tf32k_fits(bs, m->sizes[l + 1], m->sizes[l]);
 }
-static int model_tf32k_fits(const Model *m, int l, int bs) {
+static int model_tf32k_fits(const Model *m, int l, int bs) {   // (the forward product's conditions, then dinp's and dW's)
     const int IN = m->sizes[l], OUT = m->sizes[l + 1];
-    return m->prec == PREC_TF32 && l >= 1 && l <= m->L - 2 && m->w_off[l] % 4 == 0 &&
-           matmul_fast_tf32k_fits(bs, OUT, IN) && matmul_fast_tf32k_fits(bs, IN, OUT) &&
+    return l >= 1 && model_tf32k_fwd(m, l, bs) && matmul_fast_tf32k_fits(bs, IN, OUT) &&
            matmul_fast_tf32k_fits(OUT, IN, bs);
 }
 static int model_tf32k(const Model *m, int l, int bs) { return m->inp_t[l] != NULL && model_tf32k_fits(m, l, bs); }
@@ -515,6 +514,9 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         __nv_bfloat16 *w_bf16 = m->params_bf16 ? m->params_bf16 + w : NULL;
         MatmulFastBf16 bf_dw, bf_dinp;
         const MatmulFastBf16 *dw16 = model_bf16(m, MF_DWEIGHT, l, &bf_dw), *dinp16 = model_bf16(m, MF_DINP, l, &bf_dinp);
+        // the K-major kernel's dW epilogue: the layer's SGD step (model_tf32k, model_tf32k0)
+        const MatmulFastEpi sgd_epi = {MF_EPI_SGD, ACT_NONE, NULL, NULL,
+                                       {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32}, 0};
         cudaCheck(cudaEventRecord(m->ev_dout[l], stream));
         cudaCheck(cudaStreamWaitEvent(m->bias_stream, m->ev_dout[l], 0));
         if (l == m->L - 1 && model_head_fused(m))  // with the step's mean loss and the step counter
@@ -540,11 +542,9 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                 cudaCheck(cudaEventRecord(m->ev_dout_t[l], stream));
                 cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout_t[l], 0));
             }
-            const MatmulFastEpi sgd = {MF_EPI_SGD, ACT_NONE, NULL, NULL,
-                                       {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32}, 0};
             const MatmulFastEpi dinp = {MF_EPI_DINP, m->act, NULL, m->acts[l], {}, 0};
             matmul_fast_tf32k_run(MF_DWEIGHT, keep_grads ? m->grads + w : NULL, m->dout_t[l], m->inp_t[l], OUT, IN,
-                                  bs, &sgd, m->params_tf32t[1 - par] + w, 0, m->side);
+                                  bs, &sgd_epi, m->params_tf32t[1 - par] + w, 0, m->side);
             matmul_fast_tf32k_run(MF_DINP, m->dacts[l], m->dout_r[l], m->params_tf32t[par] + w, bs, IN, OUT, &dinp,
                                   l == 1 && model_tf32k0(m, bs) ? m->dout_t[0] : NULL, 0, stream);
             continue;   // (W has taken its step)
@@ -564,10 +564,8 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             if (m->inp_t[l]) tf32_transpose(m->params_tf32t[1 - par] + w, NULL, w_tf32, OUT, IN, m->side);
         } else if (model_tf32k0(m, bs)) {   // (layer 0 on the K-major kernel, its SGD step in the epilogue)
             cudaCheck(cudaStreamWaitEvent(stream, m->ev_x_t, 0));
-            const MatmulFastEpi sgd = {MF_EPI_SGD, ACT_NONE, NULL, NULL,
-                                       {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32}, 0};
             matmul_fast_tf32k_run(MF_DWEIGHT, keep_grads ? m->grads + w : NULL, m->dout_t[0], m->inp_t[0], OUT, IN, bs,
-                                  &sgd, NULL, 0, stream);
+                                  &sgd_epi, NULL, 0, stream);
         } else if ((size_t)OUT * IN < FUSED_SGD_MAX_WEIGHTS && w_bf16 == NULL) {   // (the SGD kernel writes the copy)
             MatmulFastSgd sgd = {m->params + w, m->mbuf + w, lr, momentum, weight_decay, w_tf32};
             matmul_backward_dweight_fast(m->grads + w, dout, m->acts[l], bs, IN, OUT, m->scratch, model_x_prec(m, prec),
