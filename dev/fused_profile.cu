@@ -136,6 +136,24 @@ int main(int argc, char **argv) {
                    mean, wait0);
         }
         printf("%-8s %12.0f  (block 0: jobs and waits)\n", "a step", total0);
+#ifdef MF_PROF_LOOP   // the tiles' profile (every launch above), means over the blocks' tiles, ns
+        {
+            static long long tp[1024][3][5];
+            cudaCheck(cudaMemcpyFromSymbol(tp, fd_prof_tile, sizeof(tp)));
+            const char *kinds[3] = {"forward/dinp", "weight grad", "cluster"};
+            printf("%-14s %8s %10s %10s %10s %10s %10s\n", "tile", "tiles", "tile ns", "loop ns", "waits ns",
+                   "first ns", "after ns");
+            for (int k = 0; k < 3; k++) {
+                double s[5] = {0, 0, 0, 0, 0};
+                for (int g = 0; g < G; g++)
+                    for (int j = 0; j < 5; j++) s[j] += (double)tp[g][k][j];
+                if (s[4] == 0) continue;
+                printf("%-14s %8.0f %10.0f %10.0f %10.0f %10.0f %10.0f\n", kinds[k], s[4], s[0] / s[4] * ns_per_cycle,
+                       s[1] / s[4] * ns_per_cycle, s[2] / s[4] * ns_per_cycle, s[3] / s[4] * ns_per_cycle,
+                       (s[0] - s[1]) / s[4] * ns_per_cycle);
+            }
+        }
+#endif
         model_free(&m);
         device_data_free(&d);
         free(images);

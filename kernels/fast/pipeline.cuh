@@ -165,6 +165,12 @@ struct MfTile {
 };
 
 
+#ifdef MF_PROF_LOOP
+// dev/fused_profile.cu's tile profile only (built with -DMF_PROF_LOOP): the cycles thread 0 of each
+// block spends in mf_mainloop waiting for its tiles (and the other warps), and for its first tile
+static __device__ long long mf_prof_wait[1024], mf_prof_first[1024];
+#endif
+
 // ----------------------------------------------------------------------------
 // the pipeline the FP32 and mma.sync kernels share (the wgmma kernel runs its own, on the same
 // copies): tiles t = 0 .. ntiles-1 of this block's K slice go through a ring
@@ -194,8 +200,18 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
     };
     mf_prefetch<ST - 1>(ntiles, load_tile);
     for (int t = 0; t < ntiles; t++) {
+#ifdef MF_PROF_LOOP
+        const long long pw = clock64();
+#endif
         mf_cp_wait<ST - 2>();   // tile t has landed (this thread's copies) ...
         __syncthreads();        // ... and everybody's; and tile t-1's stage is free
+#ifdef MF_PROF_LOOP
+        if (threadIdx.x == 0) {
+            const long long d = clock64() - pw;
+            mf_prof_wait[blockIdx.x] += d;
+            if (t == 0) mf_prof_first[blockIdx.x] += d;
+        }
+#endif
         if (t + ST - 1 < ntiles) load_tile(t + ST - 1);
         mf_cp_commit();
         const float* st = smem + (t % ST) * STAGE;
