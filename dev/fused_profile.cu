@@ -18,6 +18,11 @@ between two log lines, and prints:
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, and how long block 0 then waits at the barrier.
+Built with -DMF_PROF_LOOP (make dev/bin/fused_profile NVCCFLAGS="-O3 -lineinfo -DMF_PROF_LOOP", after
+a make clean of dev/bin/fused_profile), it also prints the deep step's tiles, forward/dinp and weight
+gradient apart, as means over every tile of every launch: a tile's time, its mainloop's, how much of
+the mainloop went on waiting for operand tiles (cp.async's wait and the barrier after it) and on the
+first of them, and the time after the mainloop (the epilogue). Those stamps cost time of their own.
 */
 #define TESTING
 #include "train_mlp_fast.cu"
@@ -138,12 +143,12 @@ int main(int argc, char **argv) {
         printf("%-8s %12.0f  (block 0: jobs and waits)\n", "a step", total0);
 #ifdef MF_PROF_LOOP   // the tiles' profile (every launch above), means over the blocks' tiles, ns
         {
-            static long long tp[1024][3][5];
+            static long long tp[1024][2][5];
             cudaCheck(cudaMemcpyFromSymbol(tp, fd_prof_tile, sizeof(tp)));
-            const char *kinds[3] = {"forward/dinp", "weight grad", "cluster"};
+            const char *kinds[2] = {"forward/dinp", "weight grad"};
             printf("%-14s %8s %10s %10s %10s %10s %10s\n", "tile", "tiles", "tile ns", "loop ns", "waits ns",
                    "first ns", "after ns");
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < 2; k++) {
                 double s[5] = {0, 0, 0, 0, 0};
                 for (int g = 0; g < G; g++)
                     for (int j = 0; j < 5; j++) s[j] += (double)tp[g][k][j];

@@ -103,12 +103,6 @@ block per SM resident at once (a cooperative launch).
 #ifndef FD_FB_ST
 #define FD_FB_ST 4
 #endif
-// groups of warps that share out each BK step's k, each group the whole tile (mf_mma_sums' KW)
-#ifndef FD_FB_KW
-#define FD_FB_KW 1
-#endif
-// BF16's mma.sync takes 16 k a step, so where KW groups share a BK step its BK is twice TF32's
-#define FD_FB_BK_FOR(prec) ((prec) == MF_BF16 && FD_FB_KW > 1 ? 2 * FD_FB_BK : FD_FB_BK)
 // weight gradients (OUT x IN, K = B): 128 x 128 tiles, 64 x 32 a warp (1024 x 1024 makes 64 tiles,
 // 1024 x 784 56), their SGD step in the epilogue.
 #ifndef FD_W_BM
@@ -129,41 +123,7 @@ block per SM resident at once (a cooperative launch).
 #ifndef FD_W_ST
 #define FD_W_ST 4
 #endif
-// Forward and dinp tiles shared by a cluster (FD_CS > 1, sm_90): the FD_CS blocks of a cluster take
-// one 128 x 128 tile, each a slice of K, and add the partial tiles up through distributed shared
-// memory (epilogue.cuh's mf_cluster_reduce, which also applies the epilogue, each block to its
-// 1 / FD_CS of the tile). The operands a step reads from L2 shrink with the tile: the wide model's
-// 256 x 1024 outputs in 16 tiles of 128 x 128 read a third of the bytes of 128 tiles of 32 x 64.
-#ifndef FD_CS
-#define FD_CS 1
-#endif
-#ifndef FD_CB_BM
-#define FD_CB_BM 128
-#endif
-#ifndef FD_CB_BN
-#define FD_CB_BN 128
-#endif
-#ifndef FD_CB_BK
-#define FD_CB_BK 32
-#endif
-#ifndef FD_CB_WM
-#define FD_CB_WM 64
-#endif
-#ifndef FD_CB_WN
-#define FD_CB_WN 32
-#endif
-#ifndef FD_CB_ST
-#define FD_CB_ST 4
-#endif
-#ifndef FD_CB_KW
-#define FD_CB_KW 1
-#endif
-#ifndef FD_SGD_BATCH
-#define FD_SGD_BATCH 4
-#endif
-static_assert(FD_CS == 1 || FD_CS == 2 || FD_CS == 4 || FD_CS == 8, "a cluster of 1, 2, 4 or 8 blocks");
-static_assert((FD_CB_BM / FD_CB_WM) * (FD_CB_BN / FD_CB_WN) * 32 * FD_CB_KW == FD_THREADS, "8 warps a cluster tile");
-static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 * FD_FB_KW == FD_THREADS, "8 warps a forward tile");
+static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 == FD_THREADS, "8 warps a forward tile");
 static_assert((FD_W_BM / FD_W_WM) * (FD_W_BN / FD_W_WN) * 32 == FD_THREADS, "8 warps a weight-gradient tile");
 static_assert(HEAD_THREADS == FD_THREADS, "the head's rows run on the same blocks");
 static_assert((FD_THREADS / 32) % FD_GATHER_ROWS == 0, "whole warps a row of the gather");
@@ -172,13 +132,9 @@ static_assert((FD_THREADS / 32) % FD_GATHER_ROWS == 0, "whole warps a row of the
 // staged for its epilogue fits in its own), and the head layer's weight-gradient jobs (fd_head_dweight)
 __host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
 #define FD_SMEM_FLOATS                                                                                     \
-    fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK_FOR(MF_BF16), FD_FB_ST, true, true, 8),      \
-                  fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK_FOR(MF_BF16), FD_FB_ST, true, false, 8), \
-                         FD_FB_KW * FD_FB_BM * FD_FB_BN)),                                                 \
-           fd_max(fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS),     \
-                  FD_CS > 1 ? fd_max(fd_max(mf_smem_floats(FD_CB_BM, FD_CB_BN, FD_CB_BK, FD_CB_ST, true, true, 8), \
-                                            mf_smem_floats(FD_CB_BM, FD_CB_BN, FD_CB_BK, FD_CB_ST, true, false, 8)), \
-                                     FD_CB_KW * FD_CB_BM * FD_CB_BN) : 0))
+    fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8),                   \
+                  mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
+           fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
 
 // what one launch needs: the model's buffers (train_mlp_fast.cu's Model), the data and the settings
 typedef struct {
@@ -243,9 +199,9 @@ __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int 
 // steps before it leave that traffic out.
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only: for each block and kind of tile (0 forward and dinp, 1 weight
-// gradient, 2 a cluster's), the cycles of thread 0 in: the tile, its mainloop, the mainloop's waits, the
-// wait for its first k step; and the tiles
-static __device__ long long fd_prof_tile[1024][3][5];
+// gradient), the cycles of thread 0 in: the tile, its mainloop, the mainloop's waits, the wait for its
+// first k step; and the tiles
+static __device__ long long fd_prof_tile[1024][2][5];
 #define FD_PROF_TILE_START                                      \
     const long long pt0 = clock64();                            \
     if (threadIdx.x == 0) mf_prof_wait[blockIdx.x] = mf_prof_first[blockIdx.x] = 0;
@@ -265,60 +221,31 @@ static __device__ long long fd_prof_tile[1024][3][5];
 #define FD_PROF_TILE_END(kind)
 #endif
 
-template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST, int KW = 1>
+template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
 __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
                                         int m0, int n0, const MatmulFastEpi &epi, bool keep) {
     FD_PROF_TILE_START
     float acc[WM / 16][WN / 8][4];
-    mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC, KW>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
+    mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
     FD_PROF_TILE_LOOP
-    mf_mma_stage<BM, BN, WM, WN, KW>(acc, smem);
+    mf_mma_stage<BM, BN, WM, WN>(acc, smem);
     __syncthreads();
-    // the sums of float4 e4 of the tile: the KW groups' shares of k added in group order
-    auto tile_sums = [&](int e4) {
-        const float4 *red = reinterpret_cast<const float4 *>(smem);
-        float4 v = red[e4];
-#pragma unroll
-        for (int g = 1; g < KW; g++) {
-            const float4 p = red[g * BM * BN / 4 + e4];
-            v.x += p.x;
-            v.y += p.y;
-            v.z += p.z;
-            v.w += p.w;
-        }
-        return v;
-    };
+    const float4 *red = reinterpret_cast<const float4 *>(smem);
     if (epi.kind == MF_EPI_SGD) {
-        // W and its momentum, SGD_BATCH float4s of each a thread loaded before any is used: the step is
-        // bound by those loads' latency (the tile's sums wait in shared memory, the accumulators' registers
-        // are free), so SGD_BATCH of them in flight take about one latency where one at a time took
-        // SGD_BATCH (a 128 x 128 tile: 16 float4s a thread, two batches)
         const MatmulFastSgd &sg = epi.sgd;
-        constexpr int SGD_BATCH = FD_SGD_BATCH;
-        for (int e0 = threadIdx.x; e0 < BM * BN / 4; e0 += SGD_BATCH * FD_THREADS) {
-            float4 w[SGD_BATCH], mb[SGD_BATCH];
-#pragma unroll
-            for (int b = 0; b < SGD_BATCH; b++) {
-                const int e4 = e0 + b * FD_THREADS, m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
-                if (e4 < BM * BN / 4 && m < M && n < N) {
-                    const size_t i = (size_t)m * N + n;
-                    w[b] = *reinterpret_cast<const float4 *>(sg.param + i);
-                    mb[b] = *reinterpret_cast<const float4 *>(sg.mbuf + i);
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < SGD_BATCH; b++) {
-                const int e4 = e0 + b * FD_THREADS, m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
-                if (e4 >= BM * BN / 4 || m >= M || n >= N) continue;
-                const size_t i = (size_t)m * N + n;
-                const float4 g = tile_sums(e4);
-                sgd_four(w[b], g, mb[b], sg.lr, sg.mu, sg.wd);
-                *reinterpret_cast<float4 *>(sg.param + i) = w[b];
-                *reinterpret_cast<float4 *>(sg.mbuf + i) = mb[b];
-                if (keep) {
-                    *reinterpret_cast<float4 *>(C + i) = g;
-                    if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w[b]);
-                }
+#pragma unroll 2
+        for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
+            const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+            if (m >= M || n >= N) continue;
+            const size_t i = (size_t)m * N + n;
+            float4 w = *reinterpret_cast<const float4 *>(sg.param + i), mb = *reinterpret_cast<const float4 *>(sg.mbuf + i);
+            const float4 g = red[e4];
+            sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
+            *reinterpret_cast<float4 *>(sg.param + i) = w;
+            *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
+            if (keep) {
+                *reinterpret_cast<float4 *>(C + i) = g;
+                if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
             }
         }
     } else {
@@ -329,7 +256,7 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             MfEpiIn in[4];
 #pragma unroll
             for (int j = 0; j < 4; j++) in[j] = mf_epi_load(m, n + j, N, epi);
-            const float4 v = tile_sums(e4);
+            const float4 v = red[e4];
             float o[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
@@ -338,41 +265,6 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
     }
     __syncthreads();   // the shared memory is the next job's
     FD_PROF_TILE_END(BM == FD_W_BM && BN == FD_W_BN ? 1 : 0)
-}
-
-// One tile of a forward or dinp product shared by the FD_CS blocks of this block's cluster (FD_CS > 1):
-// this block's slice of K (a multiple of 8 long, the last one shorter), its partial tile staged in
-// shared memory, then every block adds up 1 / FD_CS of the tile over the cluster's partials in rank
-// order and applies the epilogue (mf_cluster_reduce). Every block of the cluster calls it with the
-// same tile.
-template <int PREC, bool A_KC, bool B_KC>
-__device__ __forceinline__ void fd_cluster_tile(float *smem, float *C, const float *A, const float *B, int M, int N,
-                                                int K, int m0, int n0, const MatmulFastEpi &epi) {
-    const int kchunk = CEIL_DIV(CEIL_DIV(K, FD_CS), 8) * 8, kbeg = min(K, (int)(blockIdx.x % FD_CS) * kchunk);
-    FD_PROF_TILE_START
-    float acc[FD_CB_WM / 16][FD_CB_WN / 8][4];
-    mf_mma_sums<FD_CB_BM, FD_CB_BN, FD_CB_BK, FD_CB_WM, FD_CB_WN, FD_CB_ST, A_KC, B_KC, PREC, FD_CB_KW>(
-        acc, smem, A, B, M, N, K, m0, n0, kbeg, min(K, kbeg + kchunk), true);
-    FD_PROF_TILE_LOOP
-    mf_mma_stage<FD_CB_BM, FD_CB_BN, FD_CB_WM, FD_CB_WN, FD_CB_KW>(acc, smem);
-    if constexpr (FD_CB_KW > 1) {   // the warp groups' shares of k into the first, in group order
-        __syncthreads();
-        float4 *red = reinterpret_cast<float4 *>(smem);
-        for (int e4 = threadIdx.x; e4 < FD_CB_BM * FD_CB_BN / 4; e4 += FD_THREADS) {
-            float4 v = red[e4];
-#pragma unroll
-            for (int g = 1; g < FD_CB_KW; g++) {
-                const float4 p = red[g * FD_CB_BM * FD_CB_BN / 4 + e4];
-                v.x += p.x;
-                v.y += p.y;
-                v.z += p.z;
-                v.w += p.w;
-            }
-            red[e4] = v;
-        }
-    }
-    mf_cluster_reduce<FD_CB_BM, FD_CB_BN, FD_THREADS>(C, smem, m0, n0, M, N, true, epi);
-    FD_PROF_TILE_END(2)
 }
 
 // Columns c0 .. c0 + FD_COLS - 1 (those below N) of db = Σ_b dout[b][.] over bs rows (N % 4 == 0), and
@@ -544,35 +436,17 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.act = a.act;
             epi.bias = a.params + a.b_off[l];
             epi.round_out = TF32;
-            if constexpr (FD_CS > 1) {   // a tile a cluster
-                const int tn = CEIL_DIV(OUT, FD_CB_BN), tiles = CEIL_DIV(bs, FD_CB_BM) * tn;
-                for (int t = blockIdx.x / FD_CS; t < tiles; t += G / FD_CS) {
-                    const int m0 = (t / tn) * FD_CB_BM, n0 = (t % tn) * FD_CB_BN;
-                    if constexpr (PIXELS) {
-                        if (l == 0) {
-                            fd_cluster_tile<MF_FP32_PIXELS, true, true>(fdsm, a.acts[1], x, a.params + a.w_off[0],
-                                                                        bs, OUT, IN, m0, n0, epi);
-                            continue;
-                        }
-                    }
-                    fd_cluster_tile<PREC, true, true>(fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l],
-                                                          a.params + a.w_off[l], bs, OUT, IN, m0, n0, epi);
-                }
-                FD_STAMP(1);
-                grid.sync();
-                continue;
-            }
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
             for (int t = blockIdx.x; t < tiles; t += G) {
                 if constexpr (PIXELS) {
                     if (l == 0) {
-                        fd_tile<MF_FP32_PIXELS, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK_FOR(PREC), FD_FB_WM, FD_FB_WN, FD_FB_ST, FD_FB_KW>(
+                        fd_tile<MF_FP32_PIXELS, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                             fdsm, a.acts[1], x, a.params + a.w_off[0], bs, OUT, IN, (t / tn) * FD_FB_BM,
                             (t % tn) * FD_FB_BN, epi, true);
                         continue;
                     }
                 }
-                fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK_FOR(PREC), FD_FB_WM, FD_FB_WN, FD_FB_ST, FD_FB_KW>(
+                fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                     fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT, IN,
                     (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true);
             }
@@ -622,18 +496,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             const int IN = a.sizes[l], OUT = a.sizes[l + 1];
             // jobs, in this order: dinp tiles of layer l (l > 0); the weight-gradient tiles of hidden
             // layer l + 1 (l + 1 < L - 1), and of layer 0 (l == 0); the column jobs (l == 0)
-            const int dn = CEIL_DIV(IN, FD_FB_BN), n_dinp = l > 0 && FD_CS == 1 ? CEIL_DIV(bs, FD_FB_BM) * dn : 0;
-            if (FD_CS > 1 && l > 0) {   // the dinp tiles a cluster each, before the other jobs
-                MatmulFastEpi epi;
-                memset(&epi, 0, sizeof(epi));
-                epi.kind = MF_EPI_DINP;
-                epi.act = a.act;
-                epi.aux = a.acts[l];
-                const int cn = CEIL_DIV(IN, FD_CB_BN), tiles = CEIL_DIV(bs, FD_CB_BM) * cn;
-                for (int t = blockIdx.x / FD_CS; t < tiles; t += G / FD_CS)
-                    fd_cluster_tile<PREC, true, false>(fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs,
-                                                       IN, OUT, (t / cn) * FD_CB_BM, (t % cn) * FD_CB_BN, epi);
-            }
+            const int dn = CEIL_DIV(IN, FD_FB_BN), n_dinp = l > 0 ? CEIL_DIV(bs, FD_FB_BM) * dn : 0;
             const int wn1 = CEIL_DIV(OUT, FD_W_BN);
             const int n_w1 = l + 1 < L - 1 ? CEIL_DIV(a.sizes[l + 2], FD_W_BM) * wn1 : 0;
             const int wn0 = CEIL_DIV(IN, FD_W_BN), n_w0 = l == 0 ? CEIL_DIV(OUT, FD_W_BM) * wn0 : 0;
@@ -651,7 +514,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.kind = MF_EPI_DINP;
                     epi.act = a.act;
                     epi.aux = a.acts[l];
-                    fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK_FOR(PREC), FD_FB_WM, FD_FB_WN, FD_FB_ST, FD_FB_KW>(
+                    fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                         fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
                         (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true);
                     continue;
@@ -760,29 +623,9 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     if (per_sm < 1)
         return snprintf(f.why, sizeof(f.why), "a block of %d threads and %zu bytes does not fit an SM", FD_THREADS,
                         smem), f;
-    int blocks = sms;
-    if (FD_CS > 1) {   // as many clusters as the GPU holds at once (a GPC's SMs are not always a multiple of FD_CS)
-        cudaLaunchConfig_t cfg;
-        memset(&cfg, 0, sizeof(cfg));
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = FD_CS;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.gridDim = dim3(FD_CS * sms);
-        cfg.blockDim = dim3(FD_THREADS);
-        cfg.dynamicSmemBytes = smem;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        int clusters = 0;
-        cudaCheck(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-        blocks = min(sms, clusters * FD_CS);
-        if (blocks < FD_CS)
-            return snprintf(f.why, sizeof(f.why), "no cluster of %d blocks of %zu bytes fits the GPU", FD_CS, smem), f;
-    }
     f.ok = 1;
     f.deep = 1;
-    f.blocks = blocks;
+    f.blocks = sms;
     f.smem = smem;
     return f;
 }
@@ -794,11 +637,9 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
 // H100, the wide model and others: dev/NOTES.md). -f 3 runs it wherever it can.
 static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, int blocks) {
     if (prec != 1 && prec != 2) return 0;
-    const int BM = FD_CS > 1 ? FD_CB_BM : FD_FB_BM, BN = FD_CS > 1 ? FD_CB_BN : FD_FB_BN;
-    blocks /= FD_CS;   // a tile a cluster
     for (int l = 0; l < L - 1; l++) {
-        const int f = CEIL_DIV(B, BM) * CEIL_DIV(sizes[l + 1], BN);   // F_l
-        const int d = CEIL_DIV(B, BM) * CEIL_DIV(sizes[l], BN);       // D_l's dinp (l > 0)
+        const int f = CEIL_DIV(B, FD_FB_BM) * CEIL_DIV(sizes[l + 1], FD_FB_BN);   // F_l
+        const int d = CEIL_DIV(B, FD_FB_BM) * CEIL_DIV(sizes[l], FD_FB_BN);       // D_l's dinp (l > 0)
         if (f > blocks || 2 * f < blocks) return 0;
         if (l > 0 && (d > blocks || 2 * d < blocks)) return 0;
     }
@@ -809,27 +650,8 @@ static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, in
 // fused_deep_plan on this GPU (which also raised the kernel's shared-memory limit)
 static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs *a, cudaStream_t stream) {
     void *args[] = {a};
-    if (FD_CS == 1) {
-        cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec), dim3(f->blocks), dim3(FD_THREADS), args,
-                                              f->smem, stream));
-        return;
-    }
-    cudaLaunchConfig_t cfg;   // cooperative (the grid's barriers), in clusters of FD_CS
-    memset(&cfg, 0, sizeof(cfg));
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = FD_CS;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeCooperative;
-    attr[1].val.cooperative = 1;
-    cfg.gridDim = dim3(f->blocks);
-    cfg.blockDim = dim3(FD_THREADS);
-    cfg.dynamicSmemBytes = f->smem;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    cudaCheck(cudaLaunchKernelExC(&cfg, fused_deep_kernel_for(prec), args));
+    cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec), dim3(f->blocks), dim3(FD_THREADS), args,
+                                          f->smem, stream));
 }
 
 #endif  // MLP_FAST_FUSED_DEEP_CUH

@@ -107,16 +107,11 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
 // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats; free again when it returns. Every thread of
 // the block calls it. The kernel below runs one tile a block; the fused step of deeper models
 // (kernels/fast/fused_deep.cuh) runs many, one after another.
-// KW > 1 splits each BK step's k among KW groups of warps, each group the whole tile (the fused step's
-// small tiles of long K: with one warp tile of 32 x 64 in place of eight of 16 x 16, a warp loads a
-// fragment for 4x the multiply-adds, so the block reads a third of the shared-memory bytes it did);
-// warp w is warp w % (tile's warps) of group w / (tile's warps), and each group's sums are only its
-// share of k: mf_mma_stage<.., KW> stores them side by side for the caller to add, in group order.
-template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC, int KW = 1>
+template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC>
 __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], float* smem, const float* __restrict__ A,
                                             const float* __restrict__ B, int M, int N, int K, int m0, int n0,
                                             int kbeg, int kend, bool vec) {
-    constexpr int NT = (BM / WM) * (BN / WN) * 32 * KW;
+    constexpr int NT = (BM / WM) * (BN / WN) * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
     typedef MfTile<BM, BK, NT, A_KC, 8> TA;
     typedef MfTile<BN, BK, NT, B_KC, 8> TB;
@@ -128,14 +123,9 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
     static_assert(BK % (BF16 ? 16 : 8) == 0 && WM % 16 == 0 && WN % 16 == 0,
                   "BK % 8 (BF16: % 16), WM % 16, WN % 16 (ldmatrix: n tiles in pairs)");
     static_assert(!PIX || PIX_A || PIX_B, "MF_FP32_PIXELS: the forward and weight-gradient layouts only");
-    constexpr int KSTEP = BF16 ? 16 : 8;   // k of one mma.sync
-    static_assert(BK % (KSTEP * KW) == 0, "BK a multiple of KW mma steps");
     const int tid = threadIdx.x;
-    const int warp = tid / 32 % ((BM / WM) * (BN / WN)), lane = tid % 32;
+    const int warp = tid / 32, lane = tid % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
-    // this warp's first k of each BK step (its group's), and the stride to its next
-    const int kfirst = KW > 1 ? tid / 32 / ((BM / WM) * (BN / WN)) * KSTEP : 0;
-    constexpr int KSTRIDE = KSTEP * KW;
     const int g = lane / 4, q = lane % 4;
     const int ntiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
     const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
@@ -195,7 +185,7 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
         [&](const float* as, const float* bs) {
         if constexpr (BF16) {
             #pragma unroll
-            for (int kk = kfirst; kk < BK; kk += KSTRIDE) {
+            for (int kk = 0; kk < BK; kk += 16) {
                 uint32_t a0[MI][4], b0[NI][2], a1[MI][4], b1[NI][2];
                 load_frags(as, bs, kk, a0, b0);       // k 0-7 of this step: (g, q) and (g, q + 4)
                 load_frags(as, bs, kk + 8, a1, b1);   // k 8-15
@@ -220,7 +210,7 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
             }
         } else if constexpr (X3) {   // FP32 as three TF32 products (MF_TF32X3, kernels/fast/matmul_fast.h)
             #pragma unroll
-            for (int kk = kfirst; kk < BK; kk += KSTRIDE) {
+            for (int kk = 0; kk < BK; kk += 8) {
                 uint32_t ab[MI][4], bb[NI][2], asm_[MI][4], bsm[NI][2];
                 load_frags(as, bs, kk, ab, bb);   // the FP32 bits, split below into big + small
                 // Pixels: a byte 0..255 is a TF32 value, so its small part is 0 and the product with
@@ -249,11 +239,11 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
                     #pragma unroll
                     for (int j = 0; j < NI; j++) {
                         if constexpr (!PIX_A) {   // A's small part times B (none where A is pixels)
-                            if (kk == kfirst) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
+                            if (kk == 0) mf_mma_tf32_from0(tile[i][j], asm_[i], bb[j]);
                             else mf_mma_tf32(tile[i][j], asm_[i], bb[j]);
                         }
                         if constexpr (!PIX_B) {   // A times B's small part (none where B is pixels)
-                            if (kk == kfirst && PIX_A) mf_mma_tf32_from0(tile[i][j], ab[i], bsm[j]);
+                            if (kk == 0 && PIX_A) mf_mma_tf32_from0(tile[i][j], ab[i], bsm[j]);
                             else mf_mma_tf32(tile[i][j], ab[i], bsm[j]);
                         }
                         mf_mma_tf32(tile[i][j], ab[i], bb[j]);
@@ -267,7 +257,7 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
                     for (int r = 0; r < 4; r++) acc[i][j][r] += tile[i][j][r];
         } else {
             #pragma unroll
-            for (int kk = kfirst; kk < BK; kk += KSTRIDE) {
+            for (int kk = 0; kk < BK; kk += 8) {
                 uint32_t af[MI][4], bf[NI][2];
                 load_frags(as, bs, kk, af, bf);
                 #pragma unroll
@@ -281,12 +271,10 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
     #undef MF_SB
 }
 
-// the block's sums (mf_mma_sums) into shared memory, red[r * BN + c] for the tile's row r, column c;
-// with KW groups of warps, group g's at red + g * BM * BN
-template<int BM, int BN, int WM, int WN, int KW = 1>
+// the block's sums (mf_mma_sums) into shared memory, red[r * BN + c] for the tile's row r, column c
+template<int BM, int BN, int WM, int WN>
 __device__ __forceinline__ void mf_mma_stage(const float (&acc)[WM / 16][WN / 8][4], float* red) {
-    const int warp = threadIdx.x / 32 % ((BM / WM) * (BN / WN)), lane = threadIdx.x % 32;
-    if constexpr (KW > 1) red += threadIdx.x / 32 / ((BM / WM) * (BN / WN)) * BM * BN;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
     const int g = lane / 4, q = lane % 4;
     #pragma unroll
