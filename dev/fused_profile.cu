@@ -23,6 +23,8 @@ a make clean of dev/bin/fused_profile), it also prints the deep step's tiles, fo
 gradient apart, as means over every tile of every launch: a tile's time, its mainloop's, how much of
 the mainloop went on waiting for operand tiles (cp.async's wait and the barrier after it) and on the
 first of them, and the time after the mainloop (the epilogue). Those stamps cost time of their own.
+With -DMF_SKIP_MMA=1 as well the mainloops only copy the operands, with -DMF_SKIP_LOAD=1 they only
+compute (kernels/fast/pipeline.cuh): what each alone takes, for timing only (the results are wrong).
 */
 #define TESTING
 #include "train_mlp_fast.cu"

@@ -165,6 +165,16 @@ struct MfTile {
 };
 
 
+// dev/fused_profile.cu's question "what bounds the mainloop" (timing only: the results are wrong):
+// built with -DMF_SKIP_LOAD=1 the mainloops copy no operand tiles (the products run on whatever shared
+// memory holds), with -DMF_SKIP_MMA=1 they copy them and compute nothing
+#ifndef MF_SKIP_LOAD
+#define MF_SKIP_LOAD 0
+#endif
+#ifndef MF_SKIP_MMA
+#define MF_SKIP_MMA 0
+#endif
+
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only (built with -DMF_PROF_LOOP): the cycles thread 0 of each
 // block spends in mf_mainloop waiting for its tiles (and the other warps), and for its first tile
@@ -198,7 +208,7 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
         if (TB::PRE && vec) TB::load_vec(sbase + (unsigned)(s * STAGE + TA::FLOATS) * 4u, cb, B, ldb, t, kend);
         else TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + t * BK, kend, tid, vec);
     };
-    mf_prefetch<ST - 1>(ntiles, load_tile);
+    if (!MF_SKIP_LOAD) mf_prefetch<ST - 1>(ntiles, load_tile);
     for (int t = 0; t < ntiles; t++) {
 #ifdef MF_PROF_LOOP
         const long long pw = clock64();
@@ -212,10 +222,10 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
             if (t == 0) mf_prof_first[blockIdx.x] += d;
         }
 #endif
-        if (t + ST - 1 < ntiles) load_tile(t + ST - 1);
+        if (!MF_SKIP_LOAD && t + ST - 1 < ntiles) load_tile(t + ST - 1);
         mf_cp_commit();
         const float* st = smem + (t % ST) * STAGE;
-        compute(st, st + TA::FLOATS);
+        if (!MF_SKIP_MMA) compute(st, st + TA::FLOATS);
     }
     mf_cp_wait<0>();
     __syncthreads();   // the shared memory may be reused (cluster reduction)
