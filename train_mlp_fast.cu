@@ -141,7 +141,6 @@ typedef struct {
     int num_graphs;
     FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
-    float *fd_split;                      // the deep fused step's K slices' sums (FusedDeepArgs.split), or NULL
 } Model;
 
 // whether -x 2 keeps BF16 copies for this model: a hidden layer, and every width but the classes a
@@ -309,7 +308,6 @@ static void model_free(Model *m) {
         cudaCheck(cudaFree(m->batch_labels[i]));
     }
     cudaCheck(cudaFree(m->scratch));  // (cudaFree(NULL) does nothing)
-    cudaCheck(cudaFree(m->fd_split));
     cudaCheck(cudaFree(m->losses));
     cudaCheck(cudaFree(m->perm));
     cudaCheck(cudaFree(m->step));
@@ -690,12 +688,6 @@ static int model_use_fused(Model *m, int any) {
         model_free_bf16(m);
         model_free_tf32k(m);
     }
-    if (m->fused.ok && m->fused.deep && m->fd_split == NULL) {   // FD_SPLIT_MAX slices of the widest hidden layer
-        int widest = 0;
-        for (int l = 1; l < m->L; l++) widest = widest > m->sizes[l] ? widest : m->sizes[l];
-        m->fd_split = (float *)cudaMallocCheck((size_t)FD_SPLIT_MAX * m->B * widest * sizeof(float),
-                                               "the deep fused step's K slices");
-    }
     return m->fused.ok;
 }
 
@@ -709,7 +701,6 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     a.mbuf = m->mbuf;
     a.grads = m->grads;
     a.params_tf32 = m->params_tf32;
-    a.split = m->fd_split;
     memcpy(a.w_off, m->w_off, sizeof(a.w_off));
     memcpy(a.b_off, m->b_off, sizeof(a.b_off));
     memcpy(a.acts, m->acts, sizeof(a.acts));

@@ -123,22 +123,7 @@ block per SM resident at once (a cooperative launch).
 #ifndef FD_W_ST
 #define FD_W_ST 4
 #endif
-// forward and dinp products split in K (where the grid holds at least two slices of every tile, fd_splits):
-// 128 x 128 tiles, 64 x 32 a warp, each tile's K cut into S slices, a block a slice, each slice's sums
-// stored apart (FusedDeepArgs.split), then after a barrier added up in slice order with the epilogue
-// (fd_split_reduce). The wide model's 256 x 1024 outputs make 16 tiles of 8 slices: its blocks read a
-// third of the operand bytes of 128 tiles of 32 x 64, which bound those phases (their copies alone took
-// 9.4 of their mainloops' 10.6 us: dev/NOTES.md).
-#define FD_S_BM 128
-#define FD_S_BN 128
-#define FD_S_BK 32
-#define FD_S_WM 64
-#define FD_S_WN 32
-#define FD_S_ST 4
-#define FD_SPLIT_MAX 8     // slices of a tile
-#define FD_RED_F4 512      // float4s of the output a reduction job adds up (2 a thread)
 static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 == FD_THREADS, "8 warps a forward tile");
-static_assert((FD_S_BM / FD_S_WM) * (FD_S_BN / FD_S_WN) * 32 == FD_THREADS, "8 warps a split tile");
 static_assert((FD_W_BM / FD_W_WM) * (FD_W_BN / FD_W_WN) * 32 == FD_THREADS, "8 warps a weight-gradient tile");
 static_assert(HEAD_THREADS == FD_THREADS, "the head's rows run on the same blocks");
 static_assert((FD_THREADS / 32) % FD_GATHER_ROWS == 0, "whole warps a row of the gather");
@@ -149,16 +134,7 @@ __host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
 #define FD_SMEM_FLOATS                                                                                     \
     fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8),                   \
                   mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
-           fd_max(fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS),     \
-                  fd_max(mf_smem_floats(FD_S_BM, FD_S_BN, FD_S_BK, FD_S_ST, true, true, 8),                    \
-                         mf_smem_floats(FD_S_BM, FD_S_BN, FD_S_BK, FD_S_ST, true, false, 8))))
-
-// the slices of K of a forward or dinp product of `tiles` split tiles on G blocks: as many as the grid
-// holds for every tile at once, at most FD_SPLIT_MAX; below 2 the product takes the 32 x 64 tiles
-__host__ __device__ inline int fd_splits(int tiles, int G) {
-    const int s = G / (tiles > 0 ? tiles : 1);
-    return s > FD_SPLIT_MAX ? FD_SPLIT_MAX : s;
-}
+           fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
 
 // what one launch needs: the model's buffers (train_mlp_fast.cu's Model), the data and the settings
 typedef struct {
@@ -167,7 +143,6 @@ typedef struct {
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *acts[MAX_LAYERS + 1];           // the trainer's activations (acts[0] unused: the batch is xbuf[])
     float *dacts[MAX_LAYERS + 1];          // and their gradients
-    float *split;                          // FD_SPLIT_MAX x B x (the widest hidden layer): the K slices' sums
     float *xbuf[2];                        // the two batch buffers: step i of the run reads xbuf[i % 2]
     int *labbuf[2];                        // and its labels
     float *losses;                         // (B) per row
@@ -290,51 +265,6 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
     }
     __syncthreads();   // the shared memory is the next job's
     FD_PROF_TILE_END(BM == FD_W_BM && BN == FD_W_BN ? 1 : 0)
-}
-
-// Slice [kbeg, kend) of K of the split tile at (m0, n0) of C (M, N) = A . B: its sums, as they are, into
-// part (M, N), the slice's own (fd_split_reduce adds the slices up). An empty slice stores zeros.
-template <int PREC, bool A_KC, bool B_KC>
-__device__ __forceinline__ void fd_split_tile(float *smem, float *part, const float *A, const float *B, int M, int N,
-                                              int K, int m0, int n0, int kbeg, int kend) {
-    float acc[FD_S_WM / 16][FD_S_WN / 8][4];
-    mf_mma_sums<FD_S_BM, FD_S_BN, FD_S_BK, FD_S_WM, FD_S_WN, FD_S_ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0,
-                                                                                        n0, kbeg, kend, true);
-    MatmulFastEpi raw;
-    memset(&raw, 0, sizeof(raw));
-    raw.kind = MF_EPI_RAW;
-    mf_mma_store<FD_S_BM, FD_S_BN, FD_S_WM, FD_S_WN>(part, acc, m0, n0, M, N, true, raw);
-}
-
-// Float4s e0 .. e1 - 1 of C (M, N), N % 4 == 0: the S slices' sums in part (S, M, N) added up in slice
-// order, then the epilogue (the loads of the four outputs' inputs in flight with the slices')
-__device__ __forceinline__ void fd_split_reduce(float *C, const float *part, int S, int M, int N, int e0, int e1,
-                                                const MatmulFastEpi &epi) {
-    const float4 *p4 = reinterpret_cast<const float4 *>(part);
-    const size_t MN4 = (size_t)M * N / 4;
-    for (int e4 = e0 + threadIdx.x; e4 < e1; e4 += FD_THREADS) {
-        const int m = e4 / (N / 4), n = e4 % (N / 4) * 4;
-        MfEpiIn in[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) in[j] = mf_epi_load(m, n + j, N, epi);
-        float4 p[FD_SPLIT_MAX];
-#pragma unroll
-        for (int z = 0; z < FD_SPLIT_MAX; z++)
-            if (z < S) p[z] = p4[z * MN4 + e4];
-        float4 v = p[0];
-#pragma unroll
-        for (int z = 1; z < FD_SPLIT_MAX; z++)
-            if (z < S) {
-                v.x += p[z].x;
-                v.y += p[z].y;
-                v.z += p[z].z;
-                v.w += p[z].w;
-            }
-        float o[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
-        *reinterpret_cast<float4 *>(C + (size_t)m * N + n) = make_float4(o[0], o[1], o[2], o[3]);
-    }
 }
 
 // Columns c0 .. c0 + FD_COLS - 1 (those below N) of db = Σ_b dout[b][.] over bs rows (N % 4 == 0), and
@@ -506,30 +436,6 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.act = a.act;
             epi.bias = a.params + a.b_off[l];
             epi.round_out = TF32;
-            const int stn = CEIL_DIV(OUT, FD_S_BN), stiles = CEIL_DIV(bs, FD_S_BM) * stn, S = fd_splits(stiles, G);
-            if (S >= 2) {   // K split: each slice's sums, a barrier, then the slices added up with the epilogue
-                const int kchunk = CEIL_DIV(CEIL_DIV(IN, S), 8) * 8;
-                for (int j = blockIdx.x; j < stiles * S; j += G) {
-                    const int t = j / S, kb = min(IN, (j % S) * kchunk), m0 = t / stn * FD_S_BM, n0 = t % stn * FD_S_BN;
-                    float *part = a.split + (size_t)(j % S) * bs * OUT;
-                    if constexpr (PIXELS) {
-                        if (l == 0) {
-                            fd_split_tile<MF_FP32_PIXELS, true, true>(fdsm, part, x, a.params + a.w_off[0], bs, OUT, IN,
-                                                                      m0, n0, kb, min(IN, kb + kchunk));
-                            continue;
-                        }
-                    }
-                    fd_split_tile<PREC, true, true>(fdsm, part, l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT,
-                                                    IN, m0, n0, kb, min(IN, kb + kchunk));
-                }
-                grid.sync();
-                const int f4 = bs * OUT / 4;
-                for (int j = blockIdx.x; j < CEIL_DIV(f4, FD_RED_F4); j += G)
-                    fd_split_reduce(a.acts[l + 1], a.split, S, bs, OUT, j * FD_RED_F4, min(f4, (j + 1) * FD_RED_F4), epi);
-                FD_STAMP(1);
-                grid.sync();
-                continue;
-            }
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
             for (int t = blockIdx.x; t < tiles; t += G) {
                 if constexpr (PIXELS) {
@@ -590,16 +496,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             const int IN = a.sizes[l], OUT = a.sizes[l + 1];
             // jobs, in this order: dinp tiles of layer l (l > 0); the weight-gradient tiles of hidden
             // layer l + 1 (l + 1 < L - 1), and of layer 0 (l == 0); the column jobs (l == 0)
-            // dinp split in K as the forward products are, where the grid holds it (then: n_dinp its slices)
-            const int sdn = CEIL_DIV(IN, FD_S_BN), stiles = CEIL_DIV(bs, FD_S_BM) * sdn;
-            const int S = l > 0 ? fd_splits(stiles, G) : 0, kchunk = S >= 2 ? CEIL_DIV(CEIL_DIV(OUT, S), 8) * 8 : 0;
-            const int dn = CEIL_DIV(IN, FD_FB_BN);
-            const int n_dinp = l == 0 ? 0 : S >= 2 ? stiles * S : CEIL_DIV(bs, FD_FB_BM) * dn;
-            MatmulFastEpi dinp_epi;
-            memset(&dinp_epi, 0, sizeof(dinp_epi));
-            dinp_epi.kind = MF_EPI_DINP;
-            dinp_epi.act = a.act;
-            dinp_epi.aux = a.acts[l];
+            const int dn = CEIL_DIV(IN, FD_FB_BN), n_dinp = l > 0 ? CEIL_DIV(bs, FD_FB_BM) * dn : 0;
             const int wn1 = CEIL_DIV(OUT, FD_W_BN);
             const int n_w1 = l + 1 < L - 1 ? CEIL_DIV(a.sizes[l + 2], FD_W_BM) * wn1 : 0;
             const int wn0 = CEIL_DIV(IN, FD_W_BN), n_w0 = l == 0 ? CEIL_DIV(OUT, FD_W_BM) * wn0 : 0;
@@ -612,16 +509,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             for (int j = blockIdx.x; j < jobs; j += G) {
                 int k = j;
                 if (k < n_dinp) {   // dacts[l] = (dacts[l + 1] · W_l) ⊙ act'(acts[l])
-                    if (S >= 2) {
-                        const int t = k / S, kb = min(OUT, (k % S) * kchunk);
-                        fd_split_tile<PREC, true, false>(fdsm, a.split + (size_t)(k % S) * bs * IN, a.dacts[l + 1],
-                                                         a.params + a.w_off[l], bs, IN, OUT, t / sdn * FD_S_BM,
-                                                         t % sdn * FD_S_BN, kb, min(OUT, kb + kchunk));
-                        continue;
-                    }
+                    MatmulFastEpi epi;
+                    memset(&epi, 0, sizeof(epi));
+                    epi.kind = MF_EPI_DINP;
+                    epi.act = a.act;
+                    epi.aux = a.acts[l];
                     fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                         fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
-                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, dinp_epi, true);
+                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true);
                     continue;
                 }
                 k -= n_dinp;
@@ -674,13 +569,6 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     }
                     k -= nb;
                 }
-            }
-            if (S >= 2) {   // dinp's slices added up (the weight-gradient jobs above are done)
-                grid.sync();
-                const int f4 = bs * IN / 4;
-                for (int j = blockIdx.x; j < CEIL_DIV(f4, FD_RED_F4); j += G)
-                    fd_split_reduce(a.dacts[l], a.split, S, bs, IN, j * FD_RED_F4, min(f4, (j + 1) * FD_RED_F4),
-                                    dinp_epi);
             }
             FD_STAMP(1);
             if (l > 0 || i + 1 < a.n) grid.sync();
