@@ -202,9 +202,10 @@ static int model_tf32k0_fits(const Model *m, int bs) {
 }
 static int model_tf32k0(const Model *m, int bs) { return m->inp_t[0] != NULL && model_tf32k0_fits(m, bs); }
 
-// n_train: rows of the permutation; steps_per_epoch: entries of step_losses
+// n_train: rows of the permutation; steps_per_epoch: entries of step_losses; kmajor: 0 leaves out -x 1's
+// K-major copies (model_tf32k), for a caller whose products read the FP32 tensors (-g)
 static void model_build(Model *m, const int *sizes, int L, int act, int B, int max_batch, int prec, int n_train,
-                        int steps_per_epoch) {
+                        int steps_per_epoch, int kmajor = 1) {
     memset(m, 0, sizeof(*m));
     m->L = L;
     m->act = act;
@@ -222,7 +223,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
         m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
         cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
     }
-    for (int l = 1; l < L; l++)
+    for (int l = 1; l < L && kmajor; l++)
         if (model_tf32k_fits(m, l, B)) {
             for (int i = 0; i < 2; i++)
                 if (m->params_tf32t[i] == NULL) {
@@ -234,7 +235,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
             m->dout_r[l] = (float *)cudaMallocCheck(out, "the TF32 activation gradients");
             m->dout_t[l] = (float *)cudaMallocCheck(out, "the transposed TF32 activation gradients");
         }
-    if (model_tf32k0_fits(m, B)) {
+    if (kmajor && model_tf32k0_fits(m, B)) {
         m->inp_t[0] = (float *)cudaMallocCheck((size_t)B * sizes[0] * sizeof(float), "the transposed batch");
         m->dout_t[0] = (float *)cudaMallocCheck((size_t)B * sizes[1] * sizeof(float),
                                                 "the transposed TF32 activation gradients");
@@ -1219,8 +1220,8 @@ static int train_data_parallel(Config *cfg, int argc, char **argv) {
         cudaCheck(cudaEventCreate(&k->epoch_start));
         cudaCheck(cudaEventCreate(&k->epoch_end));
         device_data_upload(&k->train, train_host.images, train_host.labels, train_host.n, D);
-        model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k->train.n, plan.steps);
-        fast::model_free_tf32k(&k->model);   // (dp_backward_update's products read the FP32 tensors)
+        // (no K-major copies: dp_backward_update's products read the FP32 tensors)
+        model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k->train.n, plan.steps, 0);
         cudaCheck(cudaMallocHost((void **)&k->perm_host, sizeof(int) * (size_t)k->train.n));
         if (r == 0) {
             device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);

@@ -45,6 +45,14 @@ tile, the products of one tile in flight while the next is issued.
 // in each) have reached it, and orders their shared-memory accesses before it against theirs after it
 __device__ __forceinline__ void mf_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory"); }
 
+// the barrier of the NT threads that run a piece of a kernel: BAR 0 is __syncthreads (the whole
+// block), another ID the named barrier of that ID for NT threads
+template <int BAR, int NT>
+__device__ __forceinline__ void mf_bar_threads() {
+    if constexpr (BAR == 0) __syncthreads();
+    else mf_bar_sync(BAR, NT);
+}
+
 #if defined(MF_WGMMA)
 // mbarriers (barrier objects in shared memory; PTX ISA, "mbarrier"): init with the arrivals a phase
 // takes; arrive (release: this thread's earlier accesses are ordered before the phase completes);
@@ -254,8 +262,7 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
         if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
     }
     if (out_t == nullptr) return;
-    if constexpr (BAR == 0) __syncthreads();
-    else mf_bar_sync(BAR, NT);
+    mf_bar_threads<BAR, NT>();
     static_assert(BN % 16 == 0 && BM % 8 == 0 && (BN * BM / 4) % NT == 0, "whole groups of 16 columns x 8 rows");
     #pragma unroll 4
     for (int e = tid; e < BN * BM / 4; e += NT) {
@@ -299,55 +306,45 @@ __device__ __forceinline__ void mf_wg_store_general(float* __restrict__ C, const
     }
 }
 
-// C (M, N) = epi(A . B) for the (64 WGS) x BN tile of this block, the whole of K; A_KC / B_KC as in
-// matmul_bf16_kernel. T: __nv_bfloat16, or float for TF32 values (then A_KC and B_KC: C = A . B^T,
-// A (M, K), B (N, K)). out_bf16: NULL, or (M, N) where C is stored again, rounded to BF16.
-// out_t: for T = float with MF_EPI_SGD or MF_EPI_DINP on the float4 path, NULL or (N, M), where the
-// new weights or dinp are stored rounded and transposed (mf_wg_tf32_store4); else unused.
-template <typename T, int WGS, int BN, int ST, bool A_KC, bool B_KC>
-__global__ void __launch_bounds__(128 * WGS)
-matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T* __restrict__ B, int M, int N, int K,
-                        int vec, MatmulFastEpi epi, __nv_bfloat16* __restrict__ out_bf16, float* __restrict__ out_t) {
-#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+// The products of one BM x BN tile (BM = 64 x the warpgroups), the whole of K, on a ring of ST stages
+// of cp.async copies at sbase (each stage A's tile, then B's: BM + BN rows of 128 bytes), run by the
+// NT = 2 BM threads tid that meet at barrier BAR (mf_bar_threads). The copies run ST - 2 k-tiles
+// ahead; mf_wg_prefetch puts the first ones in flight, so that a persistent kernel can issue its next
+// tile's before it hands this one's sums over. acc: the warpgroup's accumulators (BN / 2 a thread),
+// added to. On return every copy has landed and every product is done: the stages are free.
+template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT>
+__device__ __forceinline__ void mf_wg_load_ktile(unsigned sbase, const T* __restrict__ A, const T* __restrict__ B,
+                                                 int M, int N, int K, int lda, int ldb, int m0, int n0, int t, int tid) {
+    constexpr int BK = 128 / (int)sizeof(T), STAGE = (BM + BN) * 128;
+    const unsigned s = sbase + (t % ST) * STAGE;
+    mf_wgb16_load<T, BM, NT, A_KC>(s, A, M, K, lda, m0, t * BK, tid);
+    mf_wgb16_load<T, BN, NT, B_KC>(s + BM * 128, B, N, K, ldb, n0, t * BK, tid);
+}
+template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT>
+__device__ __forceinline__ void mf_wg_prefetch(unsigned sbase, const T* __restrict__ A, const T* __restrict__ B, int M,
+                                               int N, int K, int lda, int ldb, int m0, int n0, int tid) {
+    constexpr int BK = 128 / (int)sizeof(T);
+    mf_prefetch<ST - 2>((K + BK - 1) / BK, [&](int t) {
+        mf_wg_load_ktile<T, BM, BN, ST, A_KC, B_KC, NT>(sbase, A, B, M, N, K, lda, ldb, m0, n0, t, tid);
+    });
+}
+template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT, int BAR>
+__device__ __forceinline__ void mf_wg_products(float (&acc)[BN / 2], unsigned sbase, const T* __restrict__ A,
+                                               const T* __restrict__ B, int M, int N, int K, int lda, int ldb, int m0,
+                                               int n0, int tid) {
     constexpr bool TF32 = sizeof(T) == 4;
-    constexpr int BM = 64 * WGS, BK = 128 / (int)sizeof(T), KSTEP = TF32 ? 8 : 16, NT = 128 * WGS;
-    static_assert(!TF32 || (A_KC && B_KC), "TF32: both tiles K-major");
-    constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES;   // multiples of 1024
+    constexpr int BK = 128 / (int)sizeof(T), KSTEP = TF32 ? 8 : 16, STAGE = (BM + BN) * 128;
     static_assert(ST >= 3, "copies run ST - 2 tiles ahead");
-    static_assert(BN == 128 || BN == 256, "one wgmma.m64n128k16 or m64n256k16 (k8: TF32) per k-step");
-    static_assert(BM * (BN + 8) * 4 <= ST * STAGE, "the epilogue's tile fits in the stages");
-    extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
-    const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
-    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // atoms start 1024-byte aligned
-
-    pdl_wait();   // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
-    const int wg = tid / 128;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int ntiles = (K + BK - 1) / BK;
-    const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
-
-    // thread (warp w, g, q) holds rows 16 w + g (+ 8) of the tile (a warpgroup's wgmma gives its warp
-    // w % 4 rows 16 (w % 4) + .., and its A rows start at 64 wg): acc[c * 4 + h * 2 + e] is row
-    // 16 w + g + 8 h, column 8 c + 2 q + e
-    float acc[BN / 2];
-    #pragma unroll
-    for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
-
-    auto load_tile = [&](int t) {
-        const unsigned s = sbase + (t % ST) * STAGE;
-        mf_wgb16_load<T, BM, NT, A_KC>(s, A, M, K, lda, m0, t * BK, tid);
-        mf_wgb16_load<T, BN, NT, B_KC>(s + A_BYTES, B, N, K, ldb, n0, t * BK, tid);
-    };
-    mf_prefetch<ST - 2>(ntiles, load_tile);
+    const int ntiles = (K + BK - 1) / BK, wg = tid / 128;
     for (int t = 0; t < ntiles; t++) {
-        mf_cp_wait<ST - 3>();     // tile t has landed (this thread's copies) ...
-        mf_fence_proxy_async();   // ... visible to the tensor cores ...
-        __syncthreads();          // ... everybody's; and every thread is past tile t - 1's wait
-        if (t + ST - 2 < ntiles) load_tile(t + ST - 2);   // into the stage of tile t - 2
+        mf_cp_wait<ST - 3>();         // tile t has landed (this thread's copies) ...
+        mf_fence_proxy_async();       // ... visible to the tensor cores ...
+        mf_bar_threads<BAR, NT>();    // ... everybody's; and every thread is past tile t - 1's wait
+        if (t + ST - 2 < ntiles)      // into the stage of tile t - 2
+            mf_wg_load_ktile<T, BM, BN, ST, A_KC, B_KC, NT>(sbase, A, B, M, N, K, lda, ldb, m0, n0, t + ST - 2, tid);
         mf_cp_commit();
         const unsigned a = sbase + (t % ST) * STAGE + wg * 64 * 128;   // this warpgroup's 64 rows (or panel)
-        const unsigned b = sbase + (t % ST) * STAGE + A_BYTES;
+        const unsigned b = sbase + (t % ST) * STAGE + BM * 128;
         mf_wg_fence();
         #pragma unroll
         for (int ks = 0; ks < BK / KSTEP; ks++) {   // (a k-step: 32 bytes along a K-major row)
@@ -359,11 +356,46 @@ matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T*
             else mf_wgmma_bf16_n128<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
         }
         mf_wg_commit();
-        mf_wg_wait<1>();          // tile t - 1's products are done
+        mf_wg_wait<1>();              // tile t - 1's products are done
     }
     mf_wg_wait<0>();
     mf_cp_wait<0>();
-    __syncthreads();   // every warpgroup's products are done: the stages are free
+    mf_bar_threads<BAR, NT>();        // every warpgroup's products are done: the stages are free
+}
+
+// C (M, N) = epi(A . B) for the (64 WGS) x BN tile of this block, the whole of K; A_KC / B_KC as in
+// matmul_bf16_kernel. T: __nv_bfloat16, or float for TF32 values (then A_KC and B_KC: C = A . B^T,
+// A (M, K), B (N, K)). out_bf16: NULL, or (M, N) where C is stored again, rounded to BF16.
+// out_t: for T = float with MF_EPI_SGD or MF_EPI_DINP on the float4 path, NULL or (N, M), where the
+// new weights or dinp are stored rounded and transposed (mf_wg_tf32_store4); else unused.
+template <typename T, int WGS, int BN, int ST, bool A_KC, bool B_KC>
+__global__ void __launch_bounds__(128 * WGS)
+matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T* __restrict__ B, int M, int N, int K,
+                        int vec, MatmulFastEpi epi, __nv_bfloat16* __restrict__ out_bf16, float* __restrict__ out_t) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    constexpr bool TF32 = sizeof(T) == 4;
+    constexpr int BM = 64 * WGS, NT = 128 * WGS;
+    static_assert(!TF32 || (A_KC && B_KC), "TF32: both tiles K-major");
+    constexpr int STAGE = (BM + BN) * 128;   // a multiple of 1024
+    static_assert(BN == 128 || BN == 256, "one wgmma.m64n128k16 or m64n256k16 (k8: TF32) per k-step");
+    static_assert(BM * (BN + 8) * 4 <= ST * STAGE, "the epilogue's tile fits in the stages");
+    extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
+    const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
+    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // atoms start 1024-byte aligned
+
+    pdl_wait();   // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int lda = A_KC ? K : M, ldb = B_KC ? K : N;
+
+    // thread (warp w, g, q) holds rows 16 w + g (+ 8) of the tile (a warpgroup's wgmma gives its warp
+    // w % 4 rows 16 (w % 4) + .., and its A rows start at 64 wg): acc[c * 4 + h * 2 + e] is row
+    // 16 w + g + 8 h, column 8 c + 2 q + e
+    float acc[BN / 2];
+    #pragma unroll
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+    mf_wg_prefetch<T, BM, BN, ST, A_KC, B_KC, NT>(sbase, A, B, M, N, K, lda, ldb, m0, n0, tid);
+    mf_wg_products<T, BM, BN, ST, A_KC, B_KC, NT, 0>(acc, sbase, A, B, M, N, K, lda, ldb, m0, n0, tid);
 
     // The epilogue from shared memory: the tile goes there first (rows of BN + 8 floats: a warp's
     // float2 stores then conflict at most two ways), then each thread takes a float4 of a row at a
@@ -407,8 +439,8 @@ __global__ void __launch_bounds__(512, 1)
 matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N,
                           int K, int vec, MatmulFastEpi epi, float* __restrict__ out_t) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-    constexpr int BM = 128, BK = 32, KSTEP = 8, NT = 256, NE = 256;   // NT products' threads, NE epilogue's
-    constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES, LD = BN + 8;
+    constexpr int BM = 128, NT = 256, NE = 256;   // NT products' threads, NE epilogue's
+    constexpr int STAGE = (BM + BN) * 128, LD = BN + 8;
     constexpr int BAR_MMA = 1, BAR_EPI = 2;   // each side's named barrier (0, __syncthreads, is unused here)
     static_assert(ST >= 3, "copies run ST - 2 tiles ahead");
     static_assert(BN == 128, "64 accumulators a thread: 512 threads leave 128 registers each");
@@ -426,47 +458,21 @@ matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, co
     pdl_wait();   // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
     const int tid = threadIdx.x;
     const int tiles_n = (N + BN - 1) / BN, tiles = tiles_n * ((M + BM - 1) / BM);
-    const int ntiles = (K + BK - 1) / BK;
 
     if (tid < NT) {   // ---- warpgroups 0 and 1: the products
         asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");   // (of the epilogue's: 160 + 96 = 2 x 128)
-        const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4, wg = tid / 128;
+        const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
         auto prefetch = [&](int tile) {   // the first ST - 2 k-tiles of a tile
-            const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
-            mf_prefetch<ST - 2>(ntiles, [&](int t) {
-                const unsigned s = sbase + (t % ST) * STAGE;
-                mf_wgb16_load<float, BM, NT, true>(s, A, M, K, K, m0, t * BK, tid);
-                mf_wgb16_load<float, BN, NT, true>(s + A_BYTES, B, N, K, K, n0, t * BK, tid);
-            });
+            mf_wg_prefetch<float, BM, BN, ST, true, true, NT>(sbase, A, B, M, N, K, K, K, tile / tiles_n * BM,
+                                                             tile % tiles_n * BN, tid);
         };
         if (blockIdx.x < tiles) prefetch(blockIdx.x);
         for (int tile = blockIdx.x, j = 0; tile < tiles; tile += gridDim.x, j++) {
-            const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
             float acc[BN / 2];
             #pragma unroll
             for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
-            for (int t = 0; t < ntiles; t++) {
-                mf_cp_wait<ST - 3>();        // k-tile t has landed (this thread's copies) ...
-                mf_fence_proxy_async();      // ... visible to the tensor cores ...
-                mf_bar_sync(BAR_MMA, NT);    // ... everybody's; and every thread is past k-tile t - 1's wait
-                if (t + ST - 2 < ntiles) {   // into the stage of k-tile t - 2
-                    const int tn = t + ST - 2;
-                    const unsigned s = sbase + (tn % ST) * STAGE;
-                    mf_wgb16_load<float, BM, NT, true>(s, A, M, K, K, m0, tn * BK, tid);
-                    mf_wgb16_load<float, BN, NT, true>(s + A_BYTES, B, N, K, K, n0, tn * BK, tid);
-                }
-                mf_cp_commit();
-                const unsigned a = sbase + (t % ST) * STAGE + wg * 64 * 128, b = sbase + (t % ST) * STAGE + A_BYTES;
-                mf_wg_fence();
-                #pragma unroll
-                for (int ks = 0; ks < BK / KSTEP; ks++)
-                    mf_wgmma_tf32_n128(acc, mf_wgb16_desc(a + ks * 32, false), mf_wgb16_desc(b + ks * 32, false));
-                mf_wg_commit();
-                mf_wg_wait<1>();             // k-tile t - 1's products are done
-            }
-            mf_wg_wait<0>();
-            mf_cp_wait<0>();
-            mf_bar_sync(BAR_MMA, NT);        // both warpgroups' products are done: the stages are free
+            mf_wg_products<float, BM, BN, ST, true, true, NT, BAR_MMA>(acc, sbase, A, B, M, N, K, K, K,
+                                                                       tile / tiles_n * BM, tile % tiles_n * BN, tid);
             if (tile + (int)gridDim.x < tiles) prefetch(tile + gridDim.x);
             if (j > 0) mf_mbar_wait(mb_free, (j - 1) & 1);   // the epilogue has read the staging tile's last sums
             mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
