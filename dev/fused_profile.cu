@@ -18,8 +18,8 @@ between two log lines, and prints:
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, and how long block 0 then waits at the barrier.
-Built with -DMF_PROF_LOOP (make dev/bin/fused_profile NVCCFLAGS="-O3 -lineinfo -DMF_PROF_LOOP", after
-a make clean of dev/bin/fused_profile), it also prints the deep step's tiles, forward/dinp and weight
+Built with -DMF_PROF_LOOP (rm -f dev/bin/fused_profile, since make does not see a change of flags, then
+make dev/bin/fused_profile NVCCFLAGS="-O3 -lineinfo -DMF_PROF_LOOP"), it also prints the deep step's tiles, forward/dinp and weight
 gradient apart, as means over every tile of every launch: a tile's time, its mainloop's, how much of
 the mainloop went on waiting for operand tiles (cp.async's wait and the barrier after it) and on the
 first of them, and the time after the mainloop (the epilogue). Those stamps cost time of their own.

@@ -312,6 +312,7 @@ __device__ __forceinline__ void mf_wg_store_general(float* __restrict__ C, const
 // ahead; mf_wg_prefetch puts the first ones in flight, so that a persistent kernel can issue its next
 // tile's before it hands this one's sums over. acc: the warpgroup's accumulators (BN / 2 a thread),
 // added to. On return every copy has landed and every product is done: the stages are free.
+// mf_wg_load_ktile: k-tile t's copies (A's rows, then B's) into its stage
 template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT>
 __device__ __forceinline__ void mf_wg_load_ktile(unsigned sbase, const T* __restrict__ A, const T* __restrict__ B,
                                                  int M, int N, int K, int lda, int ldb, int m0, int n0, int t, int tid) {
@@ -320,6 +321,7 @@ __device__ __forceinline__ void mf_wg_load_ktile(unsigned sbase, const T* __rest
     mf_wgb16_load<T, BM, NT, A_KC>(s, A, M, K, lda, m0, t * BK, tid);
     mf_wgb16_load<T, BN, NT, B_KC>(s + BM * 128, B, N, K, ldb, n0, t * BK, tid);
 }
+// mf_wg_prefetch: the first ST - 2 k-tiles' copies in flight
 template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT>
 __device__ __forceinline__ void mf_wg_prefetch(unsigned sbase, const T* __restrict__ A, const T* __restrict__ B, int M,
                                                int N, int K, int lda, int ldb, int m0, int n0, int tid) {
@@ -328,6 +330,7 @@ __device__ __forceinline__ void mf_wg_prefetch(unsigned sbase, const T* __restri
         mf_wg_load_ktile<T, BM, BN, ST, A_KC, B_KC, NT>(sbase, A, B, M, N, K, lda, ldb, m0, n0, t, tid);
     });
 }
+// mf_wg_products: the k-tiles' products, each tile's copies ST - 2 ahead
 template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT, int BAR>
 __device__ __forceinline__ void mf_wg_products(float (&acc)[BN / 2], unsigned sbase, const T* __restrict__ A,
                                                const T* __restrict__ B, int M, int N, int K, int lda, int ldb, int m0,
