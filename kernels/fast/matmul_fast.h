@@ -207,7 +207,8 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
                           cudaStream_t stream);
 
 // ----------------------------------------------------------------------------
-// -x 1's large products on K-major TF32 copies (kernels/fast/wgmma_bf16.cuh with T = float; sm_90a).
+// -x 1's large products on K-major TF32 copies (kernels/fast/wgmma_bf16.cuh with T = float, and the
+// TMA kernel of kernels/fast/wgmma_tma.cuh, the default; sm_90a).
 // wgmma reads 32-bit operands K-major only, so the trainer keeps such copies of the operands that are
 // not (train_mlp_fast.cu, model_tf32k): C (M, N) = epi(A . B^T), A (M, K) and B (N, K) row-major, both
 // TF32 values (round_tf32 applied by whoever wrote them), which the kernel takes as they are.

@@ -12,6 +12,8 @@ Compiled once, linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 #include "mma_bf16.cuh"    // matmul_bf16_kernel, MF_BF16OPS_CONFIGS
 #include "planner.cuh"     // mf_num_sms
 #include "wgmma_bf16.cuh"  // matmul_wgmma_ops_kernel
+#include "wgmma_tma.cuh"   // matmul_wgmma_tf32tma_kernel
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 
 // The wgmma configurations (ID, WGS, BN, ST, EFF, OCC): WGS warpgroups of 64 rows, BN columns, ST
 // stages of BK = 64; built for sm_90a only (MF_WGMMA), where they are the planner's first choice.
@@ -171,19 +173,24 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
 
 // ----------------------------------------------------------------------------
 // -x 1's large products on K-major TF32 copies: matmul_wgmma_ops_kernel with T = float, in one of the
-// configurations below (ID, warpgroups, BN, stages of 32 k, P). The forward and dinp products take the
-// first, dweight (with its SGD step) the persistent one, 3 (the fastest measured: dev/NOTES.md), unless
+// configurations below (ID, warpgroups, BN, stages of 32 k, P). All three products take the TMA one
+// in clusters of two, 4 (the fastest measured: dev/NOTES.md; where the driver gives no way to make its
+// tensor maps, the forward and dinp products take the first and dweight the persistent one, 3), unless
 // MLP_TF32K_CFGS says otherwise ("F,D,W": the forward, dinp and dweight products' IDs, for comparisons
 // without a rebuild; matmul_fast_tf32k_cfg).
 // P = 1: the persistent kernel (matmul_wgmma_tf32p_kernel: the epilogue beside the next tile's
 // products, one block an SM; 2 warpgroups of products, WGS unused). Its 128 x 128 tiles read a third
 // more from L2 than 128 x 256 ones, which costs the forward and dinp products more than the overlap
-// gains them; dweight's SGD epilogue, six floats a weight, gains more.
+// gains them; dweight's SGD epilogue, six floats a weight, gains more. P = 2: the TMA kernel in
+// clusters of two blocks that share the B tile (matmul_wgmma_tf32tma_kernel, kernels/fast/wgmma_tma.cuh);
+// P = 3 the same without clusters.
 #define MF_TF32K_CONFIGS(X) \
     X(0, 2, 256, 4, 0)   /* 128 x 256, 193 KB: one block an SM */ \
     X(1, 2, 128, 3, 0)   /* 128 x 128, 97 KB: two blocks an SM, one's epilogue beside the other's products */ \
     X(2, 1, 128, 4, 0)   /* 64 x 128, 97 KB: two blocks an SM */ \
-    X(3, 2, 128, 4, 1)   /* 128 x 128 persistent, 197 KB, the epilogue in warpgroups of its own */
+    X(3, 2, 128, 4, 1)   /* 128 x 128 persistent, 197 KB, the epilogue in warpgroups of its own */ \
+    X(4, 2, 256, 4, 2)   /* 128 x 256 by TMA, two blocks sharing B, 193 KB */ \
+    X(5, 2, 256, 4, 3)   /* the same without clusters: each block brings its own B */
 
 #ifndef MF_TF32K_MIN_FILL   // the default (a -D at build time for comparisons)
 #define MF_TF32K_MIN_FILL 0.5f
@@ -233,10 +240,40 @@ int matmul_fast_tf32k_num_cfgs(void) {
     return n;
 }
 
-// the picks (forward, dinp, dweight): 0, 0 and the persistent configuration, or MLP_TF32K_CFGS's
+#if defined(MF_WGMMA)
+// The driver's cuTensorMapEncodeTiled, which makes the TMA kernel's tensor maps, through the runtime (no
+// link against the driver library); NULL where the driver does not give it
+static PFN_cuTensorMapEncodeTiled_v12000 mf_tma_encoder(void) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
+                cudaSuccess || q != cudaDriverEntryPointSuccess)
+            fn = NULL;
+        return (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }();
+    return encode;
+}
+#endif
+
+// the TMA configuration in clusters of two, where the driver can make its tensor maps; else -1
+static int mf_tf32k_tma_cfg(void) {
+#if defined(MF_WGMMA)
+    if (mf_tma_encoder() == NULL) return -1;
+#define MF_TMA(ID, WGS, BN, ST, P) if (P == 2) return ID;
+    MF_TF32K_CONFIGS(MF_TMA)
+#undef MF_TMA
+#endif
+    return -1;
+}
+
+// the picks (forward, dinp, dweight): the TMA configuration for all three (or 0, 0 and the persistent
+// configuration without it), or MLP_TF32K_CFGS's
 typedef struct { int cfg[3]; } MfTf32kPicks;
 static MfTf32kPicks mf_tf32k_read_picks(void) {
+    const int tma = mf_tf32k_tma_cfg();
     MfTf32kPicks p = {{0, 0, matmul_fast_tf32k_persistent_cfg()}};
+    if (tma >= 0) p = {{tma, tma, tma}};
     const char *env = getenv("MLP_TF32K_CFGS");
     if (env == NULL) return p;
     const int n = matmul_fast_tf32k_num_cfgs();
@@ -255,12 +292,68 @@ int matmul_fast_tf32k_cfg(MfProduct prod) {
 }
 
 #if defined(MF_WGMMA)
-// one configuration's launch: the persistent kernel (P) on at most one block an SM (or the test's cap),
-// else a block a tile
+// The TMA kernel's tensor map of a K-major operand X (rows x K, TF32 values): boxes of 32 k (128
+// bytes) x 128 rows, 128-byte swizzle (the layout the wgmma descriptors read), zeros outside.
+static void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int K) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
+    if (encode == NULL) {
+        fprintf(stderr, "error: matmul_fast_tf32k_run: the TMA configuration needs the driver's cuTensorMapEncodeTiled, "
+                "which this driver does not give (MLP_TF32K_CFGS picks another)\n");
+        exit(EXIT_FAILURE);
+    }
+    const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K * sizeof(float)};
+    const cuuint32_t box[2] = {32, 128}, estride[2] = {1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)X, dim, stride, box, estride,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "error: matmul_fast_tf32k_run: cuTensorMapEncodeTiled failed (%d) on a %d x %d operand\n",
+                (int)r, rows, K);
+        exit(EXIT_FAILURE);
+    }
+}
+
+// the TMA kernel: tiles of 128 x 256, clusters of two blocks along M (grid.y even)
+template <int ST, int MC>
+static void mf_tf32k_launch_tma(int pdl, cudaStream_t stream, float *C, const float *A, const float *B, int M, int N,
+                                int K, int vec, const MatmulFastEpi &epi, float *param_t) {
+    CUtensorMap ta, tb;
+    mf_tensor_map(&ta, A, M, K);
+    mf_tensor_map(&tb, B, N, K);
+    const int smem = mf_wgtma_smem_bytes(ST);
+    static bool allowed = false;
+    if (!allowed) {
+        cudaCheck(cudaFuncSetAttribute(matmul_wgmma_tf32tma_kernel<ST, MC>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        allowed = true;
+    }
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[2];
+    lc.gridDim = dim3(mf_ceil_div(N, 256), MC ? (mf_ceil_div(M, 128) + 1) / 2 * 2 : mf_ceil_div(M, 128));
+    lc.blockDim = dim3(384);
+    lc.dynamicSmemBytes = (size_t)smem;
+    lc.stream = stream;
+    lc.attrs = attr;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 2, attr[0].val.clusterDim.z = 1;
+    lc.numAttrs = MC ? 1 : 0;
+    if (pdl && pdl_available()) {
+        attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        lc.numAttrs++;
+    }
+    cudaCheck(cudaLaunchKernelEx(&lc, matmul_wgmma_tf32tma_kernel<ST, MC>, ta, tb, C, M, N, K, vec, epi, param_t));
+}
+
+// one configuration's launch: the persistent kernel (P = 1) on at most one block an SM (or the test's
+// cap), the TMA kernel (P = 2) in clusters of two, else a block a tile
 template <int WGS, int BN, int ST, int P>
 static void mf_tf32k_launch(int pdl, cudaStream_t stream, float *C, const float *A, const float *B, int M, int N, int K,
                             int vec, const MatmulFastEpi &epi, float *param_t) {
-    if constexpr (P) {
+    if constexpr (P >= 2) {
+        static_assert(WGS == 2 && BN == 256, "the TMA kernel's tile is 128 x 256");
+        mf_tf32k_launch_tma<ST, P == 2>(pdl, stream, C, A, B, M, N, K, vec, epi, param_t);
+    } else if constexpr (P == 1) {
         const int tiles = mf_ceil_div(N, BN) * mf_ceil_div(M, 128);
         const int cap = mf_tf32k_grid_cap > 0 ? mf_tf32k_grid_cap : mf_num_sms();
         mf_bf16_launch<matmul_wgmma_tf32p_kernel<BN, ST>>(dim3(tiles < cap ? tiles : cap), 512,

@@ -313,6 +313,7 @@ __device__ __forceinline__ void mf_wg_store_general(float* __restrict__ C, const
 // tile's before it hands this one's sums over. acc: the warpgroup's accumulators (BN / 2 a thread),
 // added to. On return every copy has landed and every product is done: the stages are free.
 // mf_wg_load_ktile: k-tile t's copies (A's rows, then B's) into its stage
+#if defined(MF_WGMMA)   // (the mainloop's helpers use the sm_90a instructions above)
 template <typename T, int BM, int BN, int ST, bool A_KC, bool B_KC, int NT>
 __device__ __forceinline__ void mf_wg_load_ktile(unsigned sbase, const T* __restrict__ A, const T* __restrict__ B,
                                                  int M, int N, int K, int lda, int ldb, int m0, int n0, int t, int tid) {
@@ -365,6 +366,7 @@ __device__ __forceinline__ void mf_wg_products(float (&acc)[BN / 2], unsigned sb
     mf_cp_wait<0>();
     mf_bar_threads<BAR, NT>();        // every warpgroup's products are done: the stages are free
 }
+#endif
 
 // C (M, N) = epi(A . B) for the (64 WGS) x BN tile of this block, the whole of K; A_KC / B_KC as in
 // matmul_bf16_kernel. T: __nv_bfloat16, or float for TF32 values (then A_KC and B_KC: C = A . B^T,

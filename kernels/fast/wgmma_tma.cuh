@@ -1,0 +1,164 @@
+/*
+kernels/fast/wgmma_tma.cuh: -x 1's K-major TF32 product (the job of matmul_wgmma_ops_kernel with T =
+float, kernels/fast/wgmma_bf16.cuh) with its operand tiles brought by the Tensor Memory Accelerator,
+two blocks of a thread-block cluster sharing the B tile (sm_90a; built where MF_WGMMA is defined).
+Why: on the big model's products (1024 x 4096 x 4096 and the like) that kernel's 128 x 256 tiles read
+their operands from L2 at about 5.8 TB/s, L2's limit: every block reads its own A and B tiles, and
+the blocks of one column of tiles read the same B tile again and again (dev/NOTES.md). Here the two
+blocks of a cluster take two tiles one above the other, which share B: each block's copy engine
+brings half of B into both blocks' shared memory at once (multicast), so a block reads 128 rows of A
+and 128 of B per k-step where it read 128 and 256: a third less L2 traffic for the same products.
+And the threads issue no copies: one thread of a third warpgroup tells the TMA which box to bring
+(a tensor map, made on the host, says where the matrix is and how it is laid out), and the TMA writes
+it in the 128-byte swizzle the wgmma descriptors read, zeros outside the matrix.
+The pipeline: ST stages, each with two mbarriers (shared-memory barriers that also count bytes):
+  full[s]   the copier arms it with the stage's bytes (its own A, both halves of B: 48 KB); it
+            completes when they have all landed, the other block's half included; the products'
+            warpgroups wait on it;
+  empty[s]  each products' warpgroup of both blocks arrives once it has finished with the stage (4
+            arrivals); the copier waits on it before it refills the stage, in both blocks (its half
+            of B goes to both).
+A barrier completes in phases; a wait names the parity of the phase it waits for: k-tile t uses
+stage t % ST in its (t / ST)-th phase.
+-x 1's default for all three of the big model's products (matmul_fast_bf16.cu, configuration 4): the
+fastest of the configurations in the trainer (dev/NOTES.md).
+*/
+#ifndef MLP_FAST_WGMMA_TMA_CUH
+#define MLP_FAST_WGMMA_TMA_CUH
+
+#include <cuda.h>   // CUtensorMap (the type only: the map is made through the runtime's driver entry point)
+#include "wgmma_bf16.cuh"   // mf_wgmma_tf32_n256, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
+
+#if defined(MF_WGMMA)
+// one arrival that also expects bytes more to land in this phase
+__device__ __forceinline__ void mf_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// one arrival on the barrier at the same shared offset in block cta of the cluster (this one or the
+// other), with release semantics at the CTA's scope (the default). What must be over before the copier
+// refills the stage are the wgmma's reads of it, which wgmma.wait_group has waited for; release at the
+// cluster's scope (a fence: this thread's earlier accesses made visible to the whole cluster) put that
+// fence on the products' critical path once a k-tile, and made the kernel slower than the one without
+// the TMA (dev/cuda/phase_tma.cu, dev/NOTES.md).
+__device__ __forceinline__ void mf_mbar_arrive_cluster(unsigned bar, unsigned cta) {
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" :: "r"(bar), "r"(cta) : "memory");
+}
+// every thread of every block of the cluster
+__device__ __forceinline__ void mf_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned mf_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// the map's box at column c0 (k) and row r0 into shared address dst, its bytes counted on bar; with a
+// mask, into the same address of each block the mask names, counted on the barrier at bar's offset there
+__device__ __forceinline__ void mf_tma_load(unsigned dst, const CUtensorMap* map, int c0, int r0, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(r0), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mf_tma_load_mc(unsigned dst, const CUtensorMap* map, int c0, int r0, unsigned bar,
+                                               unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                 "[%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(r0), "r"(bar), "h"(mask) : "memory");
+}
+#endif
+
+// bytes of dynamic shared memory: the stages, their barriers, 1024 to align the atoms
+constexpr int mf_wgtma_smem_bytes(int ST) { return ST * (128 + 256) * 128 + 2 * ST * 8 + 1024; }
+
+// C (M, N) = epi(A . B^T), A (M, K) and B (N, K) TF32 values through tmA and tmB (boxes of 32 k x 128
+// rows, 128-byte swizzle), the 128 x 256 tile of this block; launched in clusters of two blocks along
+// y (M), with an even grid.y. Warpgroups 0 and 1: 64 rows of the tile each, as matmul_wgmma_ops_kernel's,
+// then its epilogues (mf_wg_tf32_store4, mf_wg_store_general) among themselves; warpgroup 2: the copier
+// (one thread of it), which gives the others its registers.
+// MC = 0: no cluster, each block brings its whole B tile itself (for comparison).
+template <int ST, int MC>
+__global__ void __launch_bounds__(384, 1)
+matmul_wgmma_tf32tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                            float* __restrict__ C, int M, int N, int K, int vec, MatmulFastEpi epi,
+                            float* __restrict__ out_t) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    constexpr int BM = 128, BN = 256, BK = 32, NT = 256;   // NT: the products' threads
+    constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES, LD = BN + 8;
+    constexpr int BAR_MMA = 1;   // the products' warpgroups' named barrier
+    static_assert(ST >= 2, "a stage fills while another is read");
+    static_assert(BM * LD * 4 <= ST * STAGE, "the epilogue's tile fits in the stages");
+    extern __shared__ __align__(16) unsigned char mf_wgb16_smem[];
+    const unsigned sraw = (unsigned)__cvta_generic_to_shared(mf_wgb16_smem);
+    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // atoms start 1024-byte aligned
+    const unsigned bars = sbase + ST * STAGE;   // full[s] at bars + 8 s, empty[s] at bars + 8 (ST + s)
+    const int tid = threadIdx.x;
+    const unsigned rank = MC ? mf_cluster_rank() : 0;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int ntiles = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++) {
+            mf_mbar_init(bars + 8 * s, 1);          // the copier's arrival (and the bytes)
+            mf_mbar_init(bars + 8 * (ST + s), MC ? 4 : 2);   // two warpgroups of two blocks (or one)
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    mf_cluster_sync();   // both blocks' barriers exist before either block's copies or arrivals reach them
+    pdl_wait();          // launched with PDL: A or B may be the previous kernel's output (pdl.cuh)
+
+    if (tid >= NT) {     // ---- warpgroup 2: the copier
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (tid == NT) {
+            for (int t = 0; t < ntiles; t++) {
+                const int s = t % ST;
+                const unsigned full = bars + 8 * s, sa = sbase + s * STAGE;
+                if (t >= ST) mf_mbar_wait(bars + 8 * (ST + s), ((t / ST) + 1) & 1);   // both blocks are done with it
+                mf_mbar_expect_tx(full, STAGE);
+                mf_tma_load(sa, &tmA, t * BK, m0, full);
+                if (MC) {
+                    mf_tma_load_mc(sa + A_BYTES + rank * (B_BYTES / 2), &tmB, t * BK, n0 + (int)rank * (BN / 2), full, 0x3);
+                } else {
+                    mf_tma_load(sa + A_BYTES, &tmB, t * BK, n0, full);
+                    mf_tma_load(sa + A_BYTES + B_BYTES / 2, &tmB, t * BK, n0 + BN / 2, full);
+                }
+            }
+        }
+    } else {             // ---- warpgroups 0 and 1: the products, then the epilogue
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4, wg = tid / 128;
+        float acc[BN / 2];
+        #pragma unroll
+        for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+        for (int t = 0; t < ntiles; t++) {
+            const int s = t % ST;
+            mf_mbar_wait(bars + 8 * s, (t / ST) & 1);   // the stage's bytes have landed
+            const unsigned a = sbase + s * STAGE + wg * 64 * 128, b = sbase + s * STAGE + A_BYTES;
+            mf_wg_fence();
+            #pragma unroll
+            for (int ks = 0; ks < BK / 8; ks++)
+                mf_wgmma_tf32_n256(acc, mf_wgb16_desc(a + ks * 32, false), mf_wgb16_desc(b + ks * 32, false));
+            mf_wg_commit();
+            mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled (if it will be)
+            if (t >= 1 && t - 1 + ST < ntiles && tid % 128 == 0) {
+                const unsigned e = bars + 8 * (ST + (t - 1) % ST);
+                mf_mbar_arrive_cluster(e, 0);
+                if (MC) mf_mbar_arrive_cluster(e, 1);
+            }
+        }
+        mf_wg_wait<0>();
+        mf_bar_sync(BAR_MMA, NT);   // both warpgroups' products are done: every stage has landed and is read
+
+        // the epilogue from shared memory, over the stages (matmul_wgmma_ops_kernel's, by these 256 threads)
+        float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw));
+        mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
+        mf_bar_sync(BAR_MMA, NT);
+        if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr)))
+            mf_wg_tf32_store4<BM, BN, NT, LD, BAR_MMA>(C, red, m0, n0, M, N, epi, out_t, tid);
+        else
+            mf_wg_store_general<BM, BN, NT, LD>(C, red, m0, n0, M, N, vec, epi, nullptr, tid);
+    }
+    mf_cluster_sync();   // neither block leaves while the other may still write into its shared memory
+#endif
+}
+
+#endif  // MLP_FAST_WGMMA_TMA_CUH
