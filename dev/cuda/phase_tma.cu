@@ -26,15 +26,13 @@ fence before each arrival, on the products' critical path once a k-tile) or the 
 which suffices: the stage's reads are wgmma's, over once wgmma.wait_group returns. The first made
 every variant several times slower (dev/NOTES.md). Needs sm_90a (MF_WGMMA).
 */
-#include <cuda.h>            // CUtensorMap
-#include <cudaTypedefs.h>    // PFN_cuTensorMapEncodeTiled_v12000
 #include <vector>
 #include <algorithm>
 #include "common.h"
 #include "../../kernels/fast/tf32.cuh"         // round_tf32
 #include "../../kernels/fast/wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait
 #include "../../kernels/fast/wgmma_bf16.cuh"   // mf_wgb16_desc, mf_mbar_init, mf_mbar_wait
-#include "../../kernels/fast/wgmma_tma.cuh"    // mf_mbar_expect_tx, mf_tma_load(_mc), mf_cluster_sync, mf_cluster_rank
+#include "../../kernels/fast/wgmma_tma.cuh"    // mf_mbar_expect_tx, mf_tma_load(_mc), mf_cluster_*, mf_tensor_map
 
 #define PB 256     // rows of the batch
 #define PK 1024    // the layer's inputs
@@ -163,35 +161,11 @@ __global__ void __launch_bounds__(160, 1) phase_kernel(const __grid_constant__ C
 #endif
 }
 
-static PFN_cuTensorMapEncodeTiled_v12000 encode_fn(void) {
-    void* fn = NULL;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-        fprintf(stderr, "error: phase_tma: the driver gives no cuTensorMapEncodeTiled\n");
-        exit(EXIT_FAILURE);
-    }
-    return (PFN_cuTensorMapEncodeTiled_v12000)fn;
-}
-
-// a K-major operand (rows x PK floats): boxes of 32 k x box_rows rows, 128-byte swizzle
-static CUtensorMap tensor_map(const float* X, int rows, int box_rows) {
-    CUtensorMap map;
-    const cuuint64_t dim[2] = {(cuuint64_t)PK, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)PK * sizeof(float)};
-    const cuuint32_t box[2] = {32, (cuuint32_t)box_rows}, estride[2] = {1, 1};
-    const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void*)X, dim, stride, box, estride,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "error: phase_tma: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
-        exit(EXIT_FAILURE);
-    }
-    return map;
-}
-
 template <int CL, int ST, int SPIN, int REL, int PART = 0>
 static void launch(const float* dW, const float* dX, float* dH, int reps) {
-    const CUtensorMap tmW = tensor_map(dW, PN, BM / CL), tmX = tensor_map(dX, PB, BNB);
+    CUtensorMap tmW, tmX;
+    mf_tensor_map(&tmW, dW, PN, PK, BM / CL);
+    mf_tensor_map(&tmX, dX, PB, PK, BNB);
     const int SMEM = pt_smem_bytes(ST);
     cudaCheck(cudaFuncSetAttribute(phase_kernel<CL, ST, SPIN, PART, REL>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     cudaLaunchConfig_t cfg = {};

@@ -12,8 +12,7 @@ Compiled once, linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 #include "mma_bf16.cuh"    // matmul_bf16_kernel, MF_BF16OPS_CONFIGS
 #include "planner.cuh"     // mf_num_sms
 #include "wgmma_bf16.cuh"  // matmul_wgmma_ops_kernel
-#include "wgmma_tma.cuh"   // matmul_wgmma_tf32tma_kernel
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+#include "wgmma_tma.cuh"   // matmul_wgmma_tf32tma_kernel, mf_tma_encoder, mf_tensor_map
 
 // The wgmma configurations (ID, WGS, BN, ST, EFF, OCC): WGS warpgroups of 64 rows, BN columns, ST
 // stages of BK = 64; built for sm_90a only (MF_WGMMA), where they are the planner's first choice.
@@ -240,22 +239,6 @@ int matmul_fast_tf32k_num_cfgs(void) {
     return n;
 }
 
-#if defined(MF_WGMMA)
-// The driver's cuTensorMapEncodeTiled, which makes the TMA kernel's tensor maps, through the runtime (no
-// link against the driver library); NULL where the driver does not give it
-static PFN_cuTensorMapEncodeTiled_v12000 mf_tma_encoder(void) {
-    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-        void *fn = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess || q != cudaDriverEntryPointSuccess)
-            fn = NULL;
-        return (PFN_cuTensorMapEncodeTiled_v12000)fn;
-    }();
-    return encode;
-}
-#endif
-
 // the TMA configuration in clusters of two, where the driver can make its tensor maps; else -1
 static int mf_tf32k_tma_cfg(void) {
 #if defined(MF_WGMMA)
@@ -292,34 +275,13 @@ int matmul_fast_tf32k_cfg(MfProduct prod) {
 }
 
 #if defined(MF_WGMMA)
-// The TMA kernel's tensor map of a K-major operand X (rows x K, TF32 values): boxes of 32 k (128
-// bytes) x 128 rows, 128-byte swizzle (the layout the wgmma descriptors read), zeros outside.
-static void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int K) {
-    const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
-    if (encode == NULL) {
-        fprintf(stderr, "error: matmul_fast_tf32k_run: the TMA configuration needs the driver's cuTensorMapEncodeTiled, "
-                "which this driver does not give (MLP_TF32K_CFGS picks another)\n");
-        exit(EXIT_FAILURE);
-    }
-    const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K * sizeof(float)};
-    const cuuint32_t box[2] = {32, 128}, estride[2] = {1, 1};
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)X, dim, stride, box, estride,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "error: matmul_fast_tf32k_run: cuTensorMapEncodeTiled failed (%d) on a %d x %d operand\n",
-                (int)r, rows, K);
-        exit(EXIT_FAILURE);
-    }
-}
-
 // the TMA kernel: tiles of 128 x 256, clusters of two blocks along M (grid.y even)
 template <int ST, int MC>
 static void mf_tf32k_launch_tma(int pdl, cudaStream_t stream, float *C, const float *A, const float *B, int M, int N,
                                 int K, int vec, const MatmulFastEpi &epi, float *param_t) {
     CUtensorMap ta, tb;
-    mf_tensor_map(&ta, A, M, K);
-    mf_tensor_map(&tb, B, N, K);
+    mf_tensor_map(&ta, A, M, K, 128);
+    mf_tensor_map(&tb, B, N, K, 128);
     const int smem = mf_wgtma_smem_bytes(ST);
     static bool allowed = false;
     if (!allowed) {

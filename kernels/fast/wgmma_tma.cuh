@@ -27,6 +27,9 @@ fastest of the configurations in the trainer (dev/NOTES.md).
 #define MLP_FAST_WGMMA_TMA_CUH
 
 #include <cuda.h>   // CUtensorMap (the type only: the map is made through the runtime's driver entry point)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+#include <stdio.h>
+#include <stdlib.h>
 #include "wgmma_bf16.cuh"   // mf_wgmma_tf32_n256, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
 
 #if defined(MF_WGMMA)
@@ -66,6 +69,42 @@ __device__ __forceinline__ void mf_tma_load_mc(unsigned dst, const CUtensorMap* 
                  :: "r"(dst), "l"(map), "r"(c0), "r"(r0), "r"(bar), "h"(mask) : "memory");
 }
 #endif
+
+// The driver's cuTensorMapEncodeTiled, which makes the TMA's tensor maps, through the runtime (no link
+// against the driver library); NULL where the driver does not give it
+static inline PFN_cuTensorMapEncodeTiled_v12000 mf_tma_encoder(void) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void *fn = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
+                cudaSuccess || q != cudaDriverEntryPointSuccess)
+            fn = NULL;
+        return (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }();
+    return encode;
+}
+
+// The tensor map of a K-major operand X (rows x K, TF32 values, rows K floats apart): boxes of 32 k
+// (128 bytes) x box_rows rows, 128-byte swizzle (the layout the wgmma descriptors read), zeros outside.
+// The kernel below takes boxes of 128 rows; dev/cuda/phase_tma.cu smaller ones.
+static inline void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int K, int box_rows) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
+    if (encode == NULL) {
+        fprintf(stderr, "error: the TMA needs the driver's cuTensorMapEncodeTiled, which this driver does not give "
+                "(the trainer: MLP_TF32K_CFGS picks a configuration without it)\n");
+        exit(EXIT_FAILURE);
+    }
+    const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K * sizeof(float)};
+    const cuuint32_t box[2] = {32, (cuuint32_t)box_rows}, estride[2] = {1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)X, dim, stride, box, estride,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "error: the TMA: cuTensorMapEncodeTiled failed (%d) on a %d x %d operand, boxes of %d rows\n",
+                (int)r, rows, K, box_rows);
+        exit(EXIT_FAILURE);
+    }
+}
 
 // bytes of dynamic shared memory: the stages, their barriers, 1024 to align the atoms
 constexpr int mf_wgtma_smem_bytes(int ST) { return ST * (128 + 256) * 128 + 2 * ST * 8 + 1024; }
