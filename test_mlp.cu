@@ -597,6 +597,17 @@ static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, 
     free(h.labels);
 }
 
+// the deep fused step in TF32 with its tiles on the TMA or not, as MLP_FUSED_TMA picks (fused_deep_tma,
+// kernels/fast/fused_deep.cuh: 0 none, 1 the forward tiles, the default on a Hopper build, 2 the dinp
+// tiles too), against the CPU; a build or driver without the TMA runs level 0 whatever is asked
+static void gpu_vs_cpu_fused_tma(int level, const int *sizes, int L, int act, int B, int last_bs) {
+    const char v[2] = {(char)('0' + level), 0};
+    setenv("MLP_FUSED_TMA", v, 1);
+    printf("\n(MLP_FUSED_TMA=%s: this build and driver run level %d)", v, fused_deep_tma(PREC_TF32));
+    gpu_vs_cpu(FUSED, PREC_TF32, sizes, L, act, B, last_bs);
+    unsetenv("MLP_FUSED_TMA");
+}
+
 // -x 1 with the hidden layers' products on the K-major TF32 kernel and its copies (model_tf32k), which
 // the trainer takes only where the tiles fill the GPU (the big model, below): here at any fill, so
 // that these smaller models take it; the test says whether layer 1 did, and layer 0's dW (model_tf32k0:
@@ -1780,6 +1791,10 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FUSED, 0, deep4, 4, ACT_SIGMOID, 100, 37));
     CASE(gpu_vs_cpu(FUSED, 1, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu(FUSED, 1, deep4, 4, ACT_TANH, 100, 37));
+    for (int level = 0; level <= 2; level += 2) {   // (the default, level 1 on a Hopper build, above)
+        CASE(gpu_vs_cpu_fused_tma(level, wide, 3, ACT_RELU, 256, 96));
+        CASE(gpu_vs_cpu_fused_tma(level, deep4, 4, ACT_TANH, 100, 37));
+    }
     CASE(gpu_vs_cpu(FUSED, PREC_BF16, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep_small, 3, ACT_SIGMOID, 33, 17));
     CASE(test_fused_plan());

@@ -140,6 +140,8 @@ typedef struct {
     StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
     int num_graphs;
     FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
+    float *fused_wt;                      // fused.tma 2: the deep fused step's TF32 copies of W^T (params' layout,
+    float *fused_dh_r[MAX_LAYERS + 1];    // W's slot holding (IN, OUT)) and of dacts[2 .. L-1] (kernels/fast/fused_deep.cuh)
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
 } Model;
 
@@ -253,6 +255,8 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     for (int l = 0; l <= L; l++) {
         size_t bytes = (size_t)max_batch * sizes[l] * sizeof(float);
         m->acts[l] = (float *)cudaMallocCheck(bytes, "the activations");
+        cudaCheck(cudaMemset(m->acts[l], 0, bytes));   // (the deep fused step's TMA tiles read whole boxes of
+                                                       // rows, past a short batch's last: values, never used)
         m->dacts[l] = (float *)cudaMallocCheck(bytes, "the activation gradients");
         if (l < L) {
             size_t s = matmul_fast_scratch_floats(max_batch, sizes[l], sizes[l + 1]);
@@ -265,6 +269,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     m->batches[0] = m->acts[0];
     m->batch_labels[0] = m->labels;
     m->batches[1] = (float *)cudaMallocCheck((size_t)max_batch * sizes[0] * sizeof(float), "the activations");
+    cudaCheck(cudaMemset(m->batches[1], 0, (size_t)max_batch * sizes[0] * sizeof(float)));
     m->batch_labels[1] = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
     m->perm = (int *)cudaMallocCheck((size_t)(n_train > 0 ? n_train : 1) * sizeof(int), "the permutation");
     m->step = (int *)cudaMallocCheck(sizeof(int), "the step counter");
@@ -300,7 +305,9 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->params_tf32));
     model_free_bf16(m);
     model_free_tf32k(m);
+    cudaCheck(cudaFree(m->fused_wt));
     for (int l = 0; l <= m->L; l++) {
+        cudaCheck(cudaFree(m->fused_dh_r[l]));
         if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
         cudaCheck(cudaFree(m->dacts[l]));
     }
@@ -689,6 +696,16 @@ static int model_use_fused(Model *m, int any) {
         model_free_bf16(m);
         model_free_tf32k(m);
     }
+    if (m->fused.ok && m->fused.tma == 2 && !m->fused_wt) {   // (zeros: the TMA reads whole boxes of rows, past a short batch's last)
+        const size_t pbytes = m->num_params * sizeof(float);
+        m->fused_wt = (float *)cudaMallocCheck(pbytes, "the transposed TF32 copy of the weights");
+        cudaCheck(cudaMemset(m->fused_wt, 0, pbytes));
+        for (int l = 2; l < m->L; l++) {
+            const size_t bytes = (size_t)m->B * m->sizes[l] * sizeof(float);
+            m->fused_dh_r[l] = (float *)cudaMallocCheck(bytes, "the TF32 copies of the activation gradients");
+            cudaCheck(cudaMemset(m->fused_dh_r[l], 0, bytes));
+        }
+    }
     return m->fused.ok;
 }
 
@@ -702,6 +719,8 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     a.mbuf = m->mbuf;
     a.grads = m->grads;
     a.params_tf32 = m->params_tf32;
+    a.wt = m->fused_wt;
+    memcpy(a.dh_r, m->fused_dh_r, sizeof(a.dh_r));
     memcpy(a.w_off, m->w_off, sizeof(a.w_off));
     memcpy(a.b_off, m->b_off, sizeof(a.b_off));
     memcpy(a.acts, m->acts, sizeof(a.acts));

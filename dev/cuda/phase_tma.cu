@@ -32,7 +32,7 @@ every variant several times slower (dev/NOTES.md). Needs sm_90a (MF_WGMMA).
 #include "../../kernels/fast/tf32.cuh"         // round_tf32
 #include "../../kernels/fast/wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait
 #include "../../kernels/fast/wgmma_bf16.cuh"   // mf_wgb16_desc, mf_mbar_init, mf_mbar_wait
-#include "../../kernels/fast/wgmma_tma.cuh"    // mf_mbar_expect_tx, mf_tma_load(_mc), mf_cluster_*, mf_tensor_map
+#include "../../kernels/fast/wgmma_tma.cuh"    // mf_wgmma_tf32_n32, mf_wg_n32_store_t, mf_mbar_expect_tx, mf_tma_load(_mc), mf_cluster_*, mf_tensor_map
 
 #define PB 256     // rows of the batch
 #define PK 1024    // the layer's inputs
@@ -42,15 +42,6 @@ every variant several times slower (dev/NOTES.md). Needs sm_90a (MF_WGMMA).
 #define BK 32      // k a stage: 128 bytes of a row, the swizzle's width
 
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-// d (64 x 32 of the warpgroup, 16 a thread) += A (64 x 8) . B (32 x 8)^T, TF32 values, K-major
-__device__ __forceinline__ void pt_wgmma_n32(float* d, uint64_t da, uint64_t db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(da), "l"(db));
-}
 // one arrival on the barrier at the same shared offset in block cta of the cluster. REL_CLUSTER: with
 // release semantics at cluster scope (this thread's earlier memory accesses made visible to the whole
 // cluster first: a fence); else at the default, the CTA's scope. The stage's reads that must be over
@@ -124,8 +115,7 @@ __global__ void __launch_bounds__(160, 1) phase_kernel(const __grid_constant__ C
                     mf_tma_load(sa, &tmW, t * BK, m0, full);
             }
         }
-    } else {            // the products: thread (warp w, g, q) holds rows 16 w + g (+ 8) of W's 64, columns 8 c + 2 q (+ 1)
-        const int warp = tid / 32, lane = tid % 32, gq = lane / 4, q = lane % 4;
+    } else {            // the products (mf_wg_n32_store_t says which sums a thread holds)
         float acc[16];
         for (int r = 0; r < reps; r++) {
 #pragma unroll
@@ -138,7 +128,7 @@ __global__ void __launch_bounds__(160, 1) phase_kernel(const __grid_constant__ C
                 if (PART != 1) {
 #pragma unroll
                     for (int ks = 0; ks < BK / 8; ks++)
-                        pt_wgmma_n32(acc, mf_wgb16_desc(a + ks * 32, false), mf_wgb16_desc(b + ks * 32, false));
+                        mf_wgmma_tf32_n32(acc, mf_wgb16_desc(a + ks * 32, false), mf_wgb16_desc(b + ks * 32, false));
                 }
                 mf_wg_commit();
                 mf_wg_wait<1>();   // tile g - 1's products are done: its stage may be refilled
@@ -146,13 +136,7 @@ __global__ void __launch_bounds__(160, 1) phase_kernel(const __grid_constant__ C
                     pt_arrive_cluster<REL>(bars + 8 * (ST + (g - 1) % ST), tid);
             }
             mf_wg_wait<0>();
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        h[(size_t)(n0 + 8 * c + 2 * q + e) * PN + m0 + 16 * warp + gq + 8 * hh] = acc[c * 4 + hh * 2 + e];
+            mf_wg_n32_store_t(h + (size_t)n0 * PN + m0, PN, acc, tid);
         }
         if (tid < CL)   // the last tile's stage
             pt_arrive_cluster<REL>(bars + 8 * (ST + (total - 1) % ST), tid);

@@ -44,7 +44,8 @@ Precision: -x 0 (FP32) runs the products as 3xTF32 (MF_TF32X3), within FP32's to
 graph path's tuned shapes, and gathers the batch as its pixel bytes, which x's two products take as
 byte / 255 with a TF32 product fewer (MF_FP32_PIXELS); -x 1 (TF32) rounds every operand as it
 enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and
-keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products; -x 2 (BF16) rounds the operands to
+keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products (on a Hopper
+build the forward tiles read those stored values through the TMA instead: fd_tma_tile below); -x 2 (BF16) rounds the operands to
 BF16 (MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
 
 Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
@@ -69,6 +70,7 @@ block per SM resident at once (a cooperative launch).
 #include "gather_fast.cuh"        // pixel_value
 #include "head.cuh"               // head_rows, HEAD_ROWS, HEAD_THREADS, HEAD_MAX_C
 #include "mma_tf32.cuh"           // mf_mma_sums, mf_mma_stage
+#include "wgmma_tma.cuh"          // mf_wgmma_tf32_n32, mf_tma_load, mf_tensor_map (fd_tma_tile)
 
 #define FD_THREADS 256      // 8 warps: the tiles' warp layouts below, and the head's block (HEAD_THREADS)
 #define FD_MAX_B 512        // rows of a batch
@@ -136,10 +138,17 @@ __host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
                   mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
            fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
 
+// with the TMA dinp tiles (the kernel's TMA 2), the weight-gradient tiles' SGD epilogue also stages W^T's
+// tile (BN rows of BM + 1 floats) beside the tile of sums
+#define FD_SMEM_FLOATS_WT fd_max(FD_SMEM_FLOATS, FD_W_BM * FD_W_BN + FD_W_BN * (FD_W_BM + 1))
+
 // what one launch needs: the model's buffers (train_mlp_fast.cu's Model), the data and the settings
 typedef struct {
     float *params, *mbuf, *grads;          // the flat buffers (common/mlp.h param_layout)
     float *params_tf32;                    // -x 1: the weights rounded to TF32 (kept up to date); else NULL
+    float *wt;                             // the TMA tiles (FusedPlan.tma): W^T rounded to TF32 (params' layout,
+                                           // W_l's slot holding (IN, OUT)), what D_l's dinp tiles read; else NULL
+    float *dh_r[MAX_LAYERS + 1];           // and dacts[l] rounded to TF32, l = 2 .. L-1 (D_{l-1}'s operand)
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *acts[MAX_LAYERS + 1];           // the trainer's activations (acts[0] unused: the batch is xbuf[])
     float *dacts[MAX_LAYERS + 1];          // and their gradients
@@ -156,6 +165,25 @@ typedef struct {
     long long *prof;                       // NULL; dev/fused_profile.cu: clock64() stamps, for each block, step
                                            // and phase its start and the end of its jobs (fd_prof_points)
 } FusedDeepArgs;
+
+// -x 1's forward tiles (and at the kernel's TMA level 2 its dinp tiles) on the TMA and wgmma
+// (fd_tma_tile, on a Hopper build whose driver makes tensor maps): the same tiles as the mma.sync ones (FD_FB_BM rows of the batch x FD_FB_BN outputs), so that
+// the phases' jobs and fused_deep_faster's count are the same
+#define FD_TMA_BB 32        // rows of the batch a tile (wgmma's N)
+#define FD_TMA_BO 64        // outputs a tile (W's rows: wgmma's M)
+#define FD_TMA_ST 6         // pipeline stages of 32 k (128 bytes of a row: the swizzle's width)
+#define FD_TMA_STAGE ((FD_TMA_BO + FD_TMA_BB) * 128)   // bytes of a stage: W's box, then A's
+#define FD_TMA_BYTES (1024 + FD_TMA_ST * FD_TMA_STAGE + FD_TMA_BB * FD_TMA_BO * 4)   // (+ the staged sums)
+static_assert(FD_TMA_BB == FD_FB_BM && FD_TMA_BO == FD_FB_BN, "the TMA tiles are the forward tiles' shape");
+static_assert(FD_TMA_BYTES <= 4 * FD_SMEM_FLOATS, "the TMA tiles' stages fit in the kernel's shared memory");
+
+// the tensor maps of fd_tma_tile's operands (fd_tma_maps), all K-major: for the forward tiles the two
+// batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the weights' TF32 copies (w[l]);
+// for the dinp tiles the rounded gradients (dh[l]: dh_r[l]) and W^T's TF32 copies (wt[l]); a kernel
+// parameter (__grid_constant__), where the TMA reads them
+typedef struct {
+    CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS], dh[MAX_LAYERS + 1], wt[MAX_LAYERS];
+} FdTmaMaps;
 
 // the stamps a step leaves in FusedDeepArgs.prof: a start and an end for each of its 2L - 1 phases
 __host__ __device__ inline int fd_prof_points(int L) { return 2 * (2 * L - 1); }
@@ -192,11 +220,12 @@ __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int 
 }
 
 // One tile of a product, C (M, N) = epi(A . B), the layouts of MfProduct (A_KC, B_KC), at (m0, n0),
-// all of K: the sums (mf_mma_sums), then through shared memory to the epilogue, a float4 of outputs a
-// thread at a time with the epilogue's loads for the four in flight together (N % 4 == 0). The SGD
+// all of K: the sums (mf_mma_sums), then through shared memory to the epilogue (fd_epi_tile). The SGD
 // epilogue (a weight gradient) takes W and its momentum as float4s too, and stores the gradient itself
-// (and W's TF32 copy) only when keep: the last step of a run, whose gradient the caller may read; the
-// steps before it leave that traffic out.
+// only when keep: the last step of a run, whose gradient the caller may read; the steps before it
+// leave that traffic out. W's TF32 copy likewise, when tf32_copy: the run's last step, or every step
+// where the next step's forward tiles read it (fd_tma_tile); and, if wt is not NULL, W^T's (the next
+// step's dinp tiles on the TMA).
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only: for each block and kind of tile (0 forward and dinp, 1 weight
 // gradient), the cycles of thread 0 in: the tile, its mainloop, the mainloop's waits, the wait for its
@@ -221,16 +250,41 @@ static __device__ long long fd_prof_tile[1024][2][5];
 #define FD_PROF_TILE_END(kind)
 #endif
 
+// The forward or dinp epilogue (the bias and activation, or act') of a BM x BN tile of sums staged in
+// shared memory (rows BN floats apart) into C (M, N) at (m0, n0): a float4 of outputs a thread at a
+// time, the epilogue's loads for the four in flight together (N % 4 == 0); and into copy (M, N), if
+// not NULL, again rounded to TF32 (the operand of the next TMA tiles)
+template <int BM, int BN>
+__device__ __forceinline__ void fd_epi_tile(const float4 *red, float *C, int M, int N, int m0, int n0,
+                                            const MatmulFastEpi &epi, float *copy) {
+#pragma unroll 2
+    for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
+        const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+        if (m >= M || n >= N) continue;
+        MfEpiIn in[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) in[j] = mf_epi_load(m, n + j, N, epi);
+        const float4 v = red[e4];
+        float o[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
+        const float4 r = make_float4(o[0], o[1], o[2], o[3]);
+        *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = r;
+        if (copy) *reinterpret_cast<float4 *>(&copy[(size_t)m * N + n]) = mf_round_tf32(r);
+    }
+}
+
 template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
 __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
-                                        int m0, int n0, const MatmulFastEpi &epi, bool keep) {
+                                        int m0, int n0, const MatmulFastEpi &epi, bool keep, bool tf32_copy,
+                                        float *wt = nullptr) {
     FD_PROF_TILE_START
     float acc[WM / 16][WN / 8][4];
     mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
     FD_PROF_TILE_LOOP
     mf_mma_stage<BM, BN, WM, WN>(acc, smem);
     __syncthreads();
-    const float4 *red = reinterpret_cast<const float4 *>(smem);
+    float4 *red = reinterpret_cast<float4 *>(smem);
     if (epi.kind == MF_EPI_SGD) {
         const MatmulFastSgd &sg = epi.sgd;
 #pragma unroll 2
@@ -243,28 +297,143 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
             *reinterpret_cast<float4 *>(sg.param + i) = w;
             *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
-            if (keep) {
-                *reinterpret_cast<float4 *>(C + i) = g;
-                if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
+            if (keep) *reinterpret_cast<float4 *>(C + i) = g;
+            if (tf32_copy && sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
+            if (wt) {   // W's new TF32 values, transposed, into the tile beside: row c, column r
+                const float4 v = mf_round_tf32(w);
+                const int r = e4 * 4 / BN, c = e4 * 4 % BN;
+                float *t = smem + BM * BN + c * (BM + 1) + r;
+                t[0] = v.x;
+                t[BM + 1] = v.y;
+                t[2 * (BM + 1)] = v.z;
+                t[3 * (BM + 1)] = v.w;
+            }
+        }
+        if (wt) {   // ... and out, W^T's TF32 copy (N, M): a row of the tile a warp, 32 floats at a time
+            __syncthreads();
+            const float *t = smem + BM * BN;
+            for (int e = threadIdx.x; e < BM * BN; e += FD_THREADS) {
+                const int c = e / BM, r = e % BM, m = m0 + r, n = n0 + c;
+                if (m < M && n < N) wt[(size_t)n * M + m] = t[c * (BM + 1) + r];
             }
         }
     } else {
-#pragma unroll 2
-        for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
-            const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
-            if (m >= M || n >= N) continue;
-            MfEpiIn in[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) in[j] = mf_epi_load(m, n + j, N, epi);
-            const float4 v = red[e4];
-            float o[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
-            *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
-        }
+        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi, nullptr);
     }
     __syncthreads();   // the shared memory is the next job's
     FD_PROF_TILE_END(BM == FD_W_BM && BN == FD_W_BN ? 1 : 0)
+}
+
+#if defined(MF_WGMMA)
+// fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), then empty[s] (the
+// products' arrival once they are done with the stage); outside the dynamic shared memory, which the
+// other jobs use for their own arrays
+static __shared__ unsigned long long fd_tma_bar[2 * FD_TMA_ST];
+#endif
+
+// fd_tma_tile's barriers initialised, once a launch, by thread 0, before the first grid barrier
+__device__ __forceinline__ void fd_tma_init() {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    if (threadIdx.x == 0) {
+        const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
+        for (int s = 0; s < FD_TMA_ST; s++) {
+            mf_mbar_init(bars + 8 * s, 1);
+            mf_mbar_init(bars + 8 * (FD_TMA_ST + s), 1);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+#endif
+}
+
+// A grid-wide barrier. TMA: this thread's stores before it (activations, the batch, W's TF32 copy) are
+// read after it by other blocks' TMA, through the async proxy: the proxy fence orders them first.
+template <int TMA>
+__device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &grid) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    if constexpr (TMA > 0) mf_fence_proxy_async_global();
+#endif
+    grid.sync();
+}
+
+// One tile of -x 1 on the TMA and wgmma: C (M, N) = epi(A · Wᵀ) at rows m0 .. m0 + 31 of the batch and
+// outputs n0 .. n0 + 63, all of K; A (M, K) and W (N, K) TF32 values through the tensor maps tmA and
+// tmW (boxes of 32 k x 32 and x 64 rows, 128-byte swizzle, zeros outside the matrix); copy: see
+// fd_epi_tile. A forward tile: A the batch or a hidden activation (stored rounded), W the weights' TF32
+// copy. A dinp tile: A the rounded copy of dout (dh_r), W W^T's TF32 copy (wt): both K-major, as the
+// TMA and wgmma's TF32 need them.
+// Why: the mma.sync tiles (fd_tile) read their operands through cp.async into padded tiles, and a
+// forward or dinp phase of the wide model takes ~11 us, bound by those reads; the same product on the TMA and
+// one warpgroup of wgmma took about half that alone (dev/cuda/phase_tma.cu), and does in the step
+// (dev/NOTES.md).
+// Who does what: thread 128 (warp 4) is the copier: for each k-tile it waits until its stage is free,
+// arms the stage's full barrier with its bytes and asks the TMA for W's and A's boxes. Warpgroup 0
+// (threads 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64n32k8 (the outputs are wgmma's
+// M, the rows of the batch its N), and frees each stage once wgmma.wait_group says the products that
+// read it are done. Then the sums go through shared memory (transposed to rows of the batch) to
+// fd_epi_tile, by all the block's threads. g counts the k-tiles this block has taken through the stages
+// since the launch: k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each
+// wait names; the copier and the products keep the same count.
+__device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmW,
+                                            float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi,
+                                            float *copy) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
+    const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
+    float *out = reinterpret_cast<float *>(reinterpret_cast<unsigned char *>(smem) + (sbase - sraw) +
+                                           FD_TMA_ST * FD_TMA_STAGE);   // [row of the batch][output]
+    const int tid = threadIdx.x, nt = CEIL_DIV(K, 32);
+    mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
+    __syncthreads();          // accesses ordered before the TMA's writes
+    if (tid == 128) {
+        mf_fence_proxy_async_global();   // (the operands: other blocks' stores before the grid barrier)
+        for (int t = 0; t < nt; t++) {
+            const unsigned G = g + t, s = G % FD_TMA_ST;
+            const unsigned full = bars + 8 * s, sa = sbase + s * FD_TMA_STAGE;
+            if (G >= FD_TMA_ST) mf_mbar_wait(bars + 8 * (FD_TMA_ST + s), ((G / FD_TMA_ST) + 1) & 1);   // freed
+            mf_mbar_expect_tx(full, FD_TMA_STAGE);
+            mf_tma_load(sa, tmW, t * 32, n0, full);
+            mf_tma_load(sa + FD_TMA_BO * 128, tmA, t * 32, m0, full);
+        }
+    } else if (tid < 128) {
+        float acc[16];
+#pragma unroll
+        for (int i = 0; i < 16; i++) acc[i] = 0.0f;
+        for (int t = 0; t < nt; t++) {
+            const unsigned G = g + t, s = G % FD_TMA_ST;
+            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
+            const unsigned sw = sbase + s * FD_TMA_STAGE, sx = sw + FD_TMA_BO * 128;
+            mf_wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++)
+                mf_wgmma_tf32_n32(acc, mf_wgb16_desc(sw + ks * 32, false), mf_wgb16_desc(sx + ks * 32, false));
+            mf_wg_commit();
+            mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled
+            if (t >= 1 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (G - 1) % FD_TMA_ST));
+        }
+        mf_wg_wait<0>();
+        if (tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (g + nt - 1) % FD_TMA_ST));
+        mf_wg_n32_store_t(out, FD_TMA_BO, acc, tid);
+    }
+    g += nt;
+    __syncthreads();
+    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<const float4 *>(out), C, M, N, m0, n0, epi, copy);
+    __syncthreads();   // the shared memory is the next job's
+#endif
+}
+
+// The 32 x 32 block at (r0, c0) of src (R, Cn) into dst (Cn, R) transposed, through shared memory
+__device__ __forceinline__ void fd_transpose32(float *smem, float *dst, const float *src, int R, int Cn, int r0, int c0) {
+    float(*t)[33] = reinterpret_cast<float(*)[33]>(smem);
+    const int x = threadIdx.x % 32, y = threadIdx.x / 32;
+#pragma unroll
+    for (int j = 0; j < 32; j += FD_THREADS / 32)
+        if (r0 + y + j < R && c0 + x < Cn) t[y + j][x] = src[(size_t)(r0 + y + j) * Cn + c0 + x];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 32; j += FD_THREADS / 32)
+        if (c0 + y + j < Cn && r0 + x < R) dst[(size_t)(c0 + y + j) * R + r0 + x] = t[x][y + j];
+    __syncthreads();
 }
 
 // Columns c0 .. c0 + FD_COLS - 1 (those below N) of db = Σ_b dout[b][.] over bs rows (N % 4 == 0), and
@@ -390,8 +559,12 @@ __device__ __forceinline__ void fd_head_bias_loss(float *smem, const FusedDeepAr
     __syncthreads();
 }
 
-template <int PREC>
-__global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a) {
+// TMA (-x 1 on a Hopper build; FusedPlan.tma): 1, the forward tiles are fd_tma_tile's, through the maps
+// in tm, and the SGD epilogues keep W's TF32 copy every step (what those tiles read); 2, the dinp tiles
+// too, on W^T's TF32 copy (made at the launch's start, then kept by the SGD epilogues) and dout's (by
+// the epilogue that writes dout); 0: tm is unused.
+template <int PREC, int TMA>
+__global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a, const __grid_constant__ FdTmaMaps tm) {
     namespace cg = cooperative_groups;
     cg::grid_group grid = cg::this_grid();
     extern __shared__ __align__(16) float fdsm[];
@@ -412,13 +585,25 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
         ph += (end);                                                           \
     }
 
+    unsigned tg = 0;   // the k-tiles through fd_tma_tile's stages so far
+    if constexpr (TMA > 0) fd_tma_init();   // (the grid barrier below orders it before the first tile)
+    if constexpr (TMA == 2) {
+        // W^T's TF32 copy of the layers whose dinp the step computes, from W's (which the steps before
+        // this launch left equal to round(W)); the steps' SGD epilogues keep it after that
+        for (int l = 1; l < L - 1; l++) {
+            const int R = a.sizes[l + 1], Cn = a.sizes[l], tc = CEIL_DIV(Cn, 32);
+            for (int j = blockIdx.x; j < CEIL_DIV(R, 32) * tc; j += G)
+                fd_transpose32(fdsm, a.wt + a.w_off[l], a.params_tf32 + a.w_off[l], R, Cn, (j / tc) * 32, (j % tc) * 32);
+        }
+    }
+
     // the first step's batch into xbuf[0]
     {
         const int bs0 = a.n == 1 ? a.last_bs : B;
         for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_GATHER_ROWS); j += G)
             fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_GATHER_ROWS, bs0, GATHER);
     }
-    grid.sync();
+    fd_grid_sync<TMA>(grid);
 
     for (int i = 0; i < a.n; i++) {
         const int s = s0 + i, p = i % 2, bs = i == a.n - 1 ? a.last_bs : B;
@@ -438,20 +623,25 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.round_out = TF32;
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
             for (int t = blockIdx.x; t < tiles; t += G) {
+                if constexpr (TMA > 0) {
+                    fd_tma_tile(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], bs, OUT, IN,
+                                (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, nullptr);
+                    continue;
+                }
                 if constexpr (PIXELS) {
                     if (l == 0) {
                         fd_tile<MF_FP32_PIXELS, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                             fdsm, a.acts[1], x, a.params + a.w_off[0], bs, OUT, IN, (t / tn) * FD_FB_BM,
-                            (t % tn) * FD_FB_BN, epi, true);
+                            (t % tn) * FD_FB_BN, epi, true, true);
                         continue;
                     }
                 }
                 fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                     fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT, IN,
-                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true);
+                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true, true);
             }
             FD_STAMP(1);
-            grid.sync();
+            fd_grid_sync<TMA>(grid);
         }
 
         // ---- H: the head's rows, FD_HEAD_GPB groups of HEAD_ROWS a block with W_{L-1} staged in shared
@@ -472,12 +662,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         W = fdsm;
                     }
                     for (int g = j * FD_HEAD_GPB; g < min(groups, (j + 1) * FD_HEAD_GPB); g++) {
+                        float *dh_r = TMA == 2 ? a.dh_r[L - 1] : nullptr;   // (the TMA dinp tiles' operand)
                         if (C <= 16)
                             head_rows<16>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
-                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
+                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs, nullptr, dh_r);
                         else
                             head_rows<32>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
-                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
+                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs, nullptr, dh_r);
                         __syncthreads();   // (the head's shared arrays again for its next rows, W's copy)
                     }
                 } else {
@@ -485,7 +676,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                 }
             }
             FD_STAMP(1);
-            grid.sync();
+            fd_grid_sync<TMA>(grid);
         }
 
         // ---- D_{L-2} .. D_0: the hidden layers' dinp, each layer's gradients and SGD steps. The
@@ -514,9 +705,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.kind = MF_EPI_DINP;
                     epi.act = a.act;
                     epi.aux = a.acts[l];
+                    if constexpr (TMA == 2) {
+                        fd_tma_tile(fdsm, tg, &tm.dh[l + 1], &tm.wt[l], a.dacts[l], bs, IN, OUT, (k / dn) * FD_FB_BM,
+                                    (k % dn) * FD_FB_BN, epi, l >= 2 ? a.dh_r[l] : nullptr);
+                        continue;
+                    }
                     fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                         fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
-                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true);
+                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true, true);
                     continue;
                 }
                 k -= n_dinp;
@@ -540,13 +736,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         if (ll == 0) {
                             fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                                 fdsm, a.grads + a.w_off[0], a.dacts[1], x, M, N, bs, (k / wn) * FD_W_BM,
-                                (k % wn) * FD_W_BN, epi, i == a.n - 1);
+                                (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA > 0 || i == a.n - 1);
                             continue;
                         }
                     }
                     fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                         fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
-                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1);
+                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA > 0 || i == a.n - 1,
+                        TMA == 2 && ll > 0 && i + 1 < a.n ? a.wt + a.w_off[ll] : nullptr);
                     continue;
                 }
                 k -= n_w1 + n_w0;   // a column job (l == 0)
@@ -571,7 +768,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                 }
             }
             FD_STAMP(1);
-            if (l > 0 || i + 1 < a.n) grid.sync();
+            if (l > 0 || i + 1 < a.n) fd_grid_sync<TMA>(grid);
         }
     }
 #undef FD_STAMP
@@ -581,11 +778,56 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 // ----------------------------------------------------------------------------
 // the plan and the launcher
 
-// the kernel of precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16)
-static inline const void *fused_deep_kernel_for(int prec) {
-    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND>
-         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16>
-                     : (const void *)fused_deep_kernel<MF_TF32X3>;
+// the kernel of precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16), with the TMA forward
+// tiles or without
+static inline const void *fused_deep_kernel_for(int prec, int tma) {
+#if defined(MF_WGMMA)
+    if (prec == 1 && tma == 1) return (const void *)fused_deep_kernel<MF_TF32_ROUND, 1>;
+    if (prec == 1 && tma == 2) return (const void *)fused_deep_kernel<MF_TF32_ROUND, 2>;
+#endif
+    (void)tma;
+    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND, 0>
+         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16, 0>
+                     : (const void *)fused_deep_kernel<MF_TF32X3, 0>;
+}
+
+// which of -x 1's deep fused steps' tiles run on the TMA (the kernel's TMA): on a Hopper build
+// (MF_WGMMA) whose driver makes tensor maps, FD_TMA_DEFAULT, or MLP_FUSED_TMA (0, 1 or 2: for
+// comparisons); elsewhere none
+#ifndef FD_TMA_DEFAULT
+#define FD_TMA_DEFAULT 1
+#endif
+static inline int fused_deep_tma(int prec) {
+#if defined(MF_WGMMA)
+    if (prec != 1 || mf_tma_encoder() == NULL) return 0;
+    const char *env = getenv("MLP_FUSED_TMA");
+    if (env && (!strcmp(env, "0") || !strcmp(env, "1") || !strcmp(env, "2"))) return env[0] - '0';
+    return FD_TMA_DEFAULT;
+#else
+    (void)prec;
+    return 0;
+#endif
+}
+
+// the tensor maps of fd_tma_tile's operands for the buffers in a (FdTmaMaps)
+static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a, int tma) {
+    if (a->params_tf32 == NULL || (tma == 2 && a->wt == NULL)) {
+        fprintf(stderr, "error: internal: the deep fused step's TMA tiles need the weights' TF32 copies\n");
+        exit(EXIT_FAILURE);
+    }
+    for (int p = 0; p < 2; p++) mf_tensor_map(&tm->x[p], a->xbuf[p], a->B, a->sizes[0], FD_TMA_BB);
+    for (int l = 0; l < a->L - 1; l++) {
+        if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], FD_TMA_BB);
+        mf_tensor_map(&tm->w[l], a->params_tf32 + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
+        if (l > 0 && tma == 2) {   // D_l's dinp: dh_r[l + 1] . W_l, W_l^T's copy (IN, OUT)
+            if (a->dh_r[l + 1] == NULL) {
+                fprintf(stderr, "error: internal: the deep fused step's TMA tiles need dacts[%d]'s TF32 copy\n", l + 1);
+                exit(EXIT_FAILURE);
+            }
+            mf_tensor_map(&tm->dh[l + 1], a->dh_r[l + 1], a->B, a->sizes[l + 1], FD_TMA_BB);
+            mf_tensor_map(&tm->wt[l], a->wt + a->w_off[l], a->sizes[l], a->sizes[l + 1], FD_TMA_BO);
+        }
+    }
 }
 
 // whether a model (sizes[0..L]) at batch B and precision prec fits this kernel on the current GPU; the
@@ -613,10 +855,11 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     cudaCheck(cudaGetDevice(&dev));
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const size_t smem = sizeof(float) * (size_t)FD_SMEM_FLOATS;
+    f.tma = fused_deep_tma(prec);
+    const size_t smem = sizeof(float) * (size_t)(f.tma == 2 ? FD_SMEM_FLOATS_WT : FD_SMEM_FLOATS);
     if (smem > (size_t)optin)
         return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
-    const void *kernel = fused_deep_kernel_for(prec);
+    const void *kernel = fused_deep_kernel_for(prec, f.tma);
     cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 0;
     cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FD_THREADS, smem));
@@ -649,9 +892,12 @@ static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, in
 // n steps (the last with last_bs rows) of the model in a, from the device step counter on; f from
 // fused_deep_plan on this GPU (which also raised the kernel's shared-memory limit)
 static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs *a, cudaStream_t stream) {
-    void *args[] = {a};
-    cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec), dim3(f->blocks), dim3(FD_THREADS), args,
-                                          f->smem, stream));
+    FdTmaMaps tm;   // (the launch copies it)
+    memset(&tm, 0, sizeof(tm));
+    if (f->tma) fd_tma_maps(&tm, a, f->tma);
+    void *args[] = {a, &tm};
+    cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec, f->tma), dim3(f->blocks), dim3(FD_THREADS),
+                                          args, f->smem, stream));
 }
 
 #endif  // MLP_FAST_FUSED_DEEP_CUH

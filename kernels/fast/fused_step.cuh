@@ -434,6 +434,7 @@ typedef struct {
     int deep;          // 1: the kernel of kernels/fast/fused_deep.cuh (two or more hidden layers), else this file's
     int U, blocks;     // hidden units per block (this file's kernel), blocks (H / U rounded up; deep: one per SM)
     size_t smem;       // dynamic shared memory per block, bytes
+    int tma;           // deep, -x 1: the forward tiles on the TMA and wgmma (kernels/fast/fused_deep.cuh)
     char why[160];     // ok == 0: why not, in words
 } FusedPlan;
 

@@ -33,6 +33,32 @@ fastest of the configurations in the trainer (dev/NOTES.md).
 #include "wgmma_bf16.cuh"   // mf_wgmma_tf32_n256, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
 
 #if defined(MF_WGMMA)
+// d (64 x 32 of the warpgroup, 16 a thread) += A (64 x 8) . B (32 x 8)^T, TF32 values, K-major
+// descriptors: the narrow tiles of the deep fused step's forward phases (kernels/fast/fused_deep.cuh)
+// and dev/cuda/phase_tma.cu
+__device__ __forceinline__ void mf_wgmma_tf32_n32(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(da), "l"(db));
+}
+// the accumulators of mf_wgmma_tf32_n32 (thread: warp w of the warpgroup, lane 4 gq + q; D's rows
+// 16 w + gq (+ 8), columns 8 c + 2 q (+ 1)) into dst transposed: D (r, c) at dst[c * ld + r]
+__device__ __forceinline__ void mf_wg_n32_store_t(float* dst, int ld, const float* acc, int tid) {
+    const int warp = tid / 32, lane = tid % 32, gq = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) dst[(size_t)(8 * c + 2 * q + e) * ld + 16 * warp + gq + 8 * hh] = acc[c * 4 + hh * 2 + e];
+}
+// this thread's earlier accesses to global memory through the generic proxy (plain loads and stores)
+// ordered against later ones through the async proxy (the TMA's), and the other way round: what one
+// block stores before a grid-wide barrier and another block's TMA reads after it
+__device__ __forceinline__ void mf_fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 // one arrival that also expects bytes more to land in this phase
 __device__ __forceinline__ void mf_mbar_expect_tx(unsigned bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
