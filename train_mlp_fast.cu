@@ -140,8 +140,6 @@ typedef struct {
     StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
     int num_graphs;
     FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
-    float *fused_wt;                      // fused.tma 2: the deep fused step's TF32 copies of W^T (params' layout,
-    float *fused_dh_r[MAX_LAYERS + 1];    // W's slot holding (IN, OUT)) and of dacts[2 .. L-1] (kernels/fast/fused_deep.cuh)
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
 } Model;
 
@@ -305,9 +303,7 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->params_tf32));
     model_free_bf16(m);
     model_free_tf32k(m);
-    cudaCheck(cudaFree(m->fused_wt));
     for (int l = 0; l <= m->L; l++) {
-        cudaCheck(cudaFree(m->fused_dh_r[l]));
         if (l > 0) cudaCheck(cudaFree(m->acts[l]));  // acts[0] is one of the batch buffers
         cudaCheck(cudaFree(m->dacts[l]));
     }
@@ -696,16 +692,6 @@ static int model_use_fused(Model *m, int any) {
         model_free_bf16(m);
         model_free_tf32k(m);
     }
-    if (m->fused.ok && m->fused.tma == 2 && !m->fused_wt) {   // (zeros: the TMA reads whole boxes of rows, past a short batch's last)
-        const size_t pbytes = m->num_params * sizeof(float);
-        m->fused_wt = (float *)cudaMallocCheck(pbytes, "the transposed TF32 copy of the weights");
-        cudaCheck(cudaMemset(m->fused_wt, 0, pbytes));
-        for (int l = 2; l < m->L; l++) {
-            const size_t bytes = (size_t)m->B * m->sizes[l] * sizeof(float);
-            m->fused_dh_r[l] = (float *)cudaMallocCheck(bytes, "the TF32 copies of the activation gradients");
-            cudaCheck(cudaMemset(m->fused_dh_r[l], 0, bytes));
-        }
-    }
     return m->fused.ok;
 }
 
@@ -719,8 +705,6 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     a.mbuf = m->mbuf;
     a.grads = m->grads;
     a.params_tf32 = m->params_tf32;
-    a.wt = m->fused_wt;
-    memcpy(a.dh_r, m->fused_dh_r, sizeof(a.dh_r));
     memcpy(a.w_off, m->w_off, sizeof(a.w_off));
     memcpy(a.b_off, m->b_off, sizeof(a.b_off));
     memcpy(a.acts, m->acts, sizeof(a.acts));

@@ -138,17 +138,10 @@ __host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
                   mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
            fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
 
-// with the TMA dinp tiles (the kernel's TMA 2), the weight-gradient tiles' SGD epilogue also stages W^T's
-// tile (BN rows of BM + 1 floats) beside the tile of sums
-#define FD_SMEM_FLOATS_WT fd_max(FD_SMEM_FLOATS, FD_W_BM * FD_W_BN + FD_W_BN * (FD_W_BM + 1))
-
 // what one launch needs: the model's buffers (train_mlp_fast.cu's Model), the data and the settings
 typedef struct {
     float *params, *mbuf, *grads;          // the flat buffers (common/mlp.h param_layout)
     float *params_tf32;                    // -x 1: the weights rounded to TF32 (kept up to date); else NULL
-    float *wt;                             // the TMA tiles (FusedPlan.tma): W^T rounded to TF32 (params' layout,
-                                           // W_l's slot holding (IN, OUT)), what D_l's dinp tiles read; else NULL
-    float *dh_r[MAX_LAYERS + 1];           // and dacts[l] rounded to TF32, l = 2 .. L-1 (D_{l-1}'s operand)
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *acts[MAX_LAYERS + 1];           // the trainer's activations (acts[0] unused: the batch is xbuf[])
     float *dacts[MAX_LAYERS + 1];          // and their gradients
@@ -166,8 +159,8 @@ typedef struct {
                                            // and phase its start and the end of its jobs (fd_prof_points)
 } FusedDeepArgs;
 
-// -x 1's forward tiles (and at the kernel's TMA level 2 its dinp tiles) on the TMA and wgmma
-// (fd_tma_tile, on a Hopper build whose driver makes tensor maps): the same tiles as the mma.sync ones (FD_FB_BM rows of the batch x FD_FB_BN outputs), so that
+// -x 1's forward tiles on the TMA and wgmma (fd_tma_tile, on a Hopper build whose driver makes tensor
+// maps): the same tiles as the mma.sync ones (FD_FB_BM rows of the batch x FD_FB_BN outputs), so that
 // the phases' jobs and fused_deep_faster's count are the same
 #define FD_TMA_BB 32        // rows of the batch a tile (wgmma's N)
 #define FD_TMA_BO 64        // outputs a tile (W's rows: wgmma's M)
@@ -177,12 +170,11 @@ typedef struct {
 static_assert(FD_TMA_BB == FD_FB_BM && FD_TMA_BO == FD_FB_BN, "the TMA tiles are the forward tiles' shape");
 static_assert(FD_TMA_BYTES <= 4 * FD_SMEM_FLOATS, "the TMA tiles' stages fit in the kernel's shared memory");
 
-// the tensor maps of fd_tma_tile's operands (fd_tma_maps), all K-major: for the forward tiles the two
-// batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the weights' TF32 copies (w[l]);
-// for the dinp tiles the rounded gradients (dh[l]: dh_r[l]) and W^T's TF32 copies (wt[l]); a kernel
-// parameter (__grid_constant__), where the TMA reads them
+// the tensor maps of fd_tma_tile's operands (fd_tma_maps), all K-major (row-major as the trainer keeps
+// them): the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the weights' TF32
+// copies (w[l]); a kernel parameter (__grid_constant__), where the TMA reads them
 typedef struct {
-    CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS], dh[MAX_LAYERS + 1], wt[MAX_LAYERS];
+    CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS];
 } FdTmaMaps;
 
 // the stamps a step leaves in FusedDeepArgs.prof: a start and an end for each of its 2L - 1 phases
@@ -224,8 +216,7 @@ __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int 
 // epilogue (a weight gradient) takes W and its momentum as float4s too, and stores the gradient itself
 // only when keep: the last step of a run, whose gradient the caller may read; the steps before it
 // leave that traffic out. W's TF32 copy likewise, when tf32_copy: the run's last step, or every step
-// where the next step's forward tiles read it (fd_tma_tile); and, if wt is not NULL, W^T's (the next
-// step's dinp tiles on the TMA).
+// where the next step's forward tiles read it (fd_tma_tile).
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only: for each block and kind of tile (0 forward and dinp, 1 weight
 // gradient), the cycles of thread 0 in: the tile, its mainloop, the mainloop's waits, the wait for its
@@ -252,11 +243,10 @@ static __device__ long long fd_prof_tile[1024][2][5];
 
 // The forward or dinp epilogue (the bias and activation, or act') of a BM x BN tile of sums staged in
 // shared memory (rows BN floats apart) into C (M, N) at (m0, n0): a float4 of outputs a thread at a
-// time, the epilogue's loads for the four in flight together (N % 4 == 0); and into copy (M, N), if
-// not NULL, again rounded to TF32 (the operand of the next TMA tiles)
+// time, the epilogue's loads for the four in flight together (N % 4 == 0)
 template <int BM, int BN>
 __device__ __forceinline__ void fd_epi_tile(const float4 *red, float *C, int M, int N, int m0, int n0,
-                                            const MatmulFastEpi &epi, float *copy) {
+                                            const MatmulFastEpi &epi) {
 #pragma unroll 2
     for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
         const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
@@ -268,23 +258,20 @@ __device__ __forceinline__ void fd_epi_tile(const float4 *red, float *C, int M, 
         float o[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
-        const float4 r = make_float4(o[0], o[1], o[2], o[3]);
-        *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = r;
-        if (copy) *reinterpret_cast<float4 *>(&copy[(size_t)m * N + n]) = mf_round_tf32(r);
+        *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
     }
 }
 
 template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
 __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
-                                        int m0, int n0, const MatmulFastEpi &epi, bool keep, bool tf32_copy,
-                                        float *wt = nullptr) {
+                                        int m0, int n0, const MatmulFastEpi &epi, bool keep, bool tf32_copy) {
     FD_PROF_TILE_START
     float acc[WM / 16][WN / 8][4];
     mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
     FD_PROF_TILE_LOOP
     mf_mma_stage<BM, BN, WM, WN>(acc, smem);
     __syncthreads();
-    float4 *red = reinterpret_cast<float4 *>(smem);
+    const float4 *red = reinterpret_cast<const float4 *>(smem);
     if (epi.kind == MF_EPI_SGD) {
         const MatmulFastSgd &sg = epi.sgd;
 #pragma unroll 2
@@ -299,26 +286,9 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
             if (keep) *reinterpret_cast<float4 *>(C + i) = g;
             if (tf32_copy && sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
-            if (wt) {   // W's new TF32 values, transposed, into the tile beside: row c, column r
-                const float4 v = mf_round_tf32(w);
-                const int r = e4 * 4 / BN, c = e4 * 4 % BN;
-                float *t = smem + BM * BN + c * (BM + 1) + r;
-                t[0] = v.x;
-                t[BM + 1] = v.y;
-                t[2 * (BM + 1)] = v.z;
-                t[3 * (BM + 1)] = v.w;
-            }
-        }
-        if (wt) {   // ... and out, W^T's TF32 copy (N, M): a row of the tile a warp, 32 floats at a time
-            __syncthreads();
-            const float *t = smem + BM * BN;
-            for (int e = threadIdx.x; e < BM * BN; e += FD_THREADS) {
-                const int c = e / BM, r = e % BM, m = m0 + r, n = n0 + c;
-                if (m < M && n < N) wt[(size_t)n * M + m] = t[c * (BM + 1) + r];
-            }
         }
     } else {
-        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi, nullptr);
+        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi);
     }
     __syncthreads();   // the shared memory is the next job's
     FD_PROF_TILE_END(BM == FD_W_BM && BN == FD_W_BN ? 1 : 0)
@@ -347,24 +317,22 @@ __device__ __forceinline__ void fd_tma_init() {
 
 // A grid-wide barrier. TMA: this thread's stores before it (activations, the batch, W's TF32 copy) are
 // read after it by other blocks' TMA, through the async proxy: the proxy fence orders them first.
-template <int TMA>
+template <bool TMA>
 __device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &grid) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-    if constexpr (TMA > 0) mf_fence_proxy_async_global();
+    if constexpr (TMA) mf_fence_proxy_async_global();
 #endif
     grid.sync();
 }
 
-// One tile of -x 1 on the TMA and wgmma: C (M, N) = epi(A · Wᵀ) at rows m0 .. m0 + 31 of the batch and
-// outputs n0 .. n0 + 63, all of K; A (M, K) and W (N, K) TF32 values through the tensor maps tmA and
-// tmW (boxes of 32 k x 32 and x 64 rows, 128-byte swizzle, zeros outside the matrix); copy: see
-// fd_epi_tile. A forward tile: A the batch or a hidden activation (stored rounded), W the weights' TF32
-// copy. A dinp tile: A the rounded copy of dout (dh_r), W W^T's TF32 copy (wt): both K-major, as the
-// TMA and wgmma's TF32 need them.
-// Why: the mma.sync tiles (fd_tile) read their operands through cp.async into padded tiles, and a
-// forward or dinp phase of the wide model takes ~11 us, bound by those reads; the same product on the TMA and
-// one warpgroup of wgmma took about half that alone (dev/cuda/phase_tma.cu), and does in the step
-// (dev/NOTES.md).
+// One forward tile of -x 1 on the TMA and wgmma: C (M, N) = epi(A · Wᵀ) at rows m0 .. m0 + 31 of the
+// batch and outputs n0 .. n0 + 63, all of K; A (M, K) and W (N, K) TF32 values (the batch and the
+// hidden activations are stored rounded, W through its TF32 copy) through the tensor maps tmA and tmW
+// (boxes of 32 k x 32 and x 64 rows, 128-byte swizzle, zeros outside the matrix).
+// Why: the mma.sync tiles (fd_tile) read their operands through cp.async into padded tiles, and the
+// wide model's forward phases are bound by those reads; the TMA brings the same boxes with no thread's
+// help, in the layout wgmma reads, and the phase takes about half as long (dev/cuda/phase_tma.cu and
+// the measurements in dev/NOTES.md).
 // Who does what: thread 128 (warp 4) is the copier: for each k-tile it waits until its stage is free,
 // arms the stage's full barrier with its bytes and asks the TMA for W's and A's boxes. Warpgroup 0
 // (threads 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64n32k8 (the outputs are wgmma's
@@ -374,8 +342,7 @@ __device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &gri
 // since the launch: k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each
 // wait names; the copier and the products keep the same count.
 __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmW,
-                                            float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi,
-                                            float *copy) {
+                                            float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
@@ -417,23 +384,9 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
     }
     g += nt;
     __syncthreads();
-    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<const float4 *>(out), C, M, N, m0, n0, epi, copy);
+    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<const float4 *>(out), C, M, N, m0, n0, epi);
     __syncthreads();   // the shared memory is the next job's
 #endif
-}
-
-// The 32 x 32 block at (r0, c0) of src (R, Cn) into dst (Cn, R) transposed, through shared memory
-__device__ __forceinline__ void fd_transpose32(float *smem, float *dst, const float *src, int R, int Cn, int r0, int c0) {
-    float(*t)[33] = reinterpret_cast<float(*)[33]>(smem);
-    const int x = threadIdx.x % 32, y = threadIdx.x / 32;
-#pragma unroll
-    for (int j = 0; j < 32; j += FD_THREADS / 32)
-        if (r0 + y + j < R && c0 + x < Cn) t[y + j][x] = src[(size_t)(r0 + y + j) * Cn + c0 + x];
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 32; j += FD_THREADS / 32)
-        if (c0 + y + j < Cn && r0 + x < R) dst[(size_t)(c0 + y + j) * R + r0 + x] = t[x][y + j];
-    __syncthreads();
 }
 
 // Columns c0 .. c0 + FD_COLS - 1 (those below N) of db = Σ_b dout[b][.] over bs rows (N % 4 == 0), and
@@ -559,11 +512,9 @@ __device__ __forceinline__ void fd_head_bias_loss(float *smem, const FusedDeepAr
     __syncthreads();
 }
 
-// TMA (-x 1 on a Hopper build; FusedPlan.tma): 1, the forward tiles are fd_tma_tile's, through the maps
-// in tm, and the SGD epilogues keep W's TF32 copy every step (what those tiles read); 2, the dinp tiles
-// too, on W^T's TF32 copy (made at the launch's start, then kept by the SGD epilogues) and dout's (by
-// the epilogue that writes dout); 0: tm is unused.
-template <int PREC, int TMA>
+// TMA (-x 1 on a Hopper build; FusedPlan.tma): the forward tiles are fd_tma_tile's, through the maps
+// in tm, and the SGD epilogues keep W's TF32 copy every step (what those tiles read); else tm is unused.
+template <int PREC, bool TMA>
 __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a, const __grid_constant__ FdTmaMaps tm) {
     namespace cg = cooperative_groups;
     cg::grid_group grid = cg::this_grid();
@@ -586,16 +537,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
     }
 
     unsigned tg = 0;   // the k-tiles through fd_tma_tile's stages so far
-    if constexpr (TMA > 0) fd_tma_init();   // (the grid barrier below orders it before the first tile)
-    if constexpr (TMA == 2) {
-        // W^T's TF32 copy of the layers whose dinp the step computes, from W's (which the steps before
-        // this launch left equal to round(W)); the steps' SGD epilogues keep it after that
-        for (int l = 1; l < L - 1; l++) {
-            const int R = a.sizes[l + 1], Cn = a.sizes[l], tc = CEIL_DIV(Cn, 32);
-            for (int j = blockIdx.x; j < CEIL_DIV(R, 32) * tc; j += G)
-                fd_transpose32(fdsm, a.wt + a.w_off[l], a.params_tf32 + a.w_off[l], R, Cn, (j / tc) * 32, (j % tc) * 32);
-        }
-    }
+    if constexpr (TMA) fd_tma_init();   // (the grid barrier below orders it before the first tile)
 
     // the first step's batch into xbuf[0]
     {
@@ -623,9 +565,9 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.round_out = TF32;
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
             for (int t = blockIdx.x; t < tiles; t += G) {
-                if constexpr (TMA > 0) {
+                if constexpr (TMA) {
                     fd_tma_tile(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], bs, OUT, IN,
-                                (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, nullptr);
+                                (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi);
                     continue;
                 }
                 if constexpr (PIXELS) {
@@ -662,13 +604,12 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         W = fdsm;
                     }
                     for (int g = j * FD_HEAD_GPB; g < min(groups, (j + 1) * FD_HEAD_GPB); g++) {
-                        float *dh_r = TMA == 2 ? a.dh_r[L - 1] : nullptr;   // (the TMA dinp tiles' operand)
                         if (C <= 16)
                             head_rows<16>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
-                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs, nullptr, dh_r);
+                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
                         else
                             head_rows<32>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
-                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs, nullptr, dh_r);
+                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
                         __syncthreads();   // (the head's shared arrays again for its next rows, W's copy)
                     }
                 } else {
@@ -705,11 +646,6 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.kind = MF_EPI_DINP;
                     epi.act = a.act;
                     epi.aux = a.acts[l];
-                    if constexpr (TMA == 2) {
-                        fd_tma_tile(fdsm, tg, &tm.dh[l + 1], &tm.wt[l], a.dacts[l], bs, IN, OUT, (k / dn) * FD_FB_BM,
-                                    (k % dn) * FD_FB_BN, epi, l >= 2 ? a.dh_r[l] : nullptr);
-                        continue;
-                    }
                     fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                         fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
                         (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true, true);
@@ -736,14 +672,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         if (ll == 0) {
                             fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                                 fdsm, a.grads + a.w_off[0], a.dacts[1], x, M, N, bs, (k / wn) * FD_W_BM,
-                                (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA > 0 || i == a.n - 1);
+                                (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA || i == a.n - 1);
                             continue;
                         }
                     }
                     fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                         fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
-                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA > 0 || i == a.n - 1,
-                        TMA == 2 && ll > 0 && i + 1 < a.n ? a.wt + a.w_off[ll] : nullptr);
+                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA || i == a.n - 1);
                     continue;
                 }
                 k -= n_w1 + n_w0;   // a column job (l == 0)
@@ -782,27 +717,20 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 // tiles or without
 static inline const void *fused_deep_kernel_for(int prec, int tma) {
 #if defined(MF_WGMMA)
-    if (prec == 1 && tma == 1) return (const void *)fused_deep_kernel<MF_TF32_ROUND, 1>;
-    if (prec == 1 && tma == 2) return (const void *)fused_deep_kernel<MF_TF32_ROUND, 2>;
+    if (prec == 1 && tma) return (const void *)fused_deep_kernel<MF_TF32_ROUND, true>;
 #endif
     (void)tma;
-    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND, 0>
-         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16, 0>
-                     : (const void *)fused_deep_kernel<MF_TF32X3, 0>;
+    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND, false>
+         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16, false>
+                     : (const void *)fused_deep_kernel<MF_TF32X3, false>;
 }
 
-// which of -x 1's deep fused steps' tiles run on the TMA (the kernel's TMA): on a Hopper build
-// (MF_WGMMA) whose driver makes tensor maps, FD_TMA_DEFAULT, or MLP_FUSED_TMA (0, 1 or 2: for
-// comparisons); elsewhere none
-#ifndef FD_TMA_DEFAULT
-#define FD_TMA_DEFAULT 1
-#endif
+// whether -x 1's deep fused step takes the TMA forward tiles: on a Hopper build (MF_WGMMA) whose driver
+// makes tensor maps, unless MLP_FUSED_TMA=0 (for comparisons and test_mlp)
 static inline int fused_deep_tma(int prec) {
 #if defined(MF_WGMMA)
-    if (prec != 1 || mf_tma_encoder() == NULL) return 0;
     const char *env = getenv("MLP_FUSED_TMA");
-    if (env && (!strcmp(env, "0") || !strcmp(env, "1") || !strcmp(env, "2"))) return env[0] - '0';
-    return FD_TMA_DEFAULT;
+    return prec == 1 && mf_tma_encoder() != NULL && !(env && strcmp(env, "0") == 0);
 #else
     (void)prec;
     return 0;
@@ -810,23 +738,15 @@ static inline int fused_deep_tma(int prec) {
 }
 
 // the tensor maps of fd_tma_tile's operands for the buffers in a (FdTmaMaps)
-static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a, int tma) {
-    if (a->params_tf32 == NULL || (tma == 2 && a->wt == NULL)) {
-        fprintf(stderr, "error: internal: the deep fused step's TMA tiles need the weights' TF32 copies\n");
+static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a) {
+    if (a->params_tf32 == NULL) {
+        fprintf(stderr, "error: internal: the deep fused step's TMA tiles need the weights' TF32 copy\n");
         exit(EXIT_FAILURE);
     }
     for (int p = 0; p < 2; p++) mf_tensor_map(&tm->x[p], a->xbuf[p], a->B, a->sizes[0], FD_TMA_BB);
     for (int l = 0; l < a->L - 1; l++) {
         if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], FD_TMA_BB);
         mf_tensor_map(&tm->w[l], a->params_tf32 + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
-        if (l > 0 && tma == 2) {   // D_l's dinp: dh_r[l + 1] . W_l, W_l^T's copy (IN, OUT)
-            if (a->dh_r[l + 1] == NULL) {
-                fprintf(stderr, "error: internal: the deep fused step's TMA tiles need dacts[%d]'s TF32 copy\n", l + 1);
-                exit(EXIT_FAILURE);
-            }
-            mf_tensor_map(&tm->dh[l + 1], a->dh_r[l + 1], a->B, a->sizes[l + 1], FD_TMA_BB);
-            mf_tensor_map(&tm->wt[l], a->wt + a->w_off[l], a->sizes[l], a->sizes[l + 1], FD_TMA_BO);
-        }
     }
 }
 
@@ -856,7 +776,7 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     f.tma = fused_deep_tma(prec);
-    const size_t smem = sizeof(float) * (size_t)(f.tma == 2 ? FD_SMEM_FLOATS_WT : FD_SMEM_FLOATS);
+    const size_t smem = sizeof(float) * (size_t)FD_SMEM_FLOATS;
     if (smem > (size_t)optin)
         return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
     const void *kernel = fused_deep_kernel_for(prec, f.tma);
@@ -894,7 +814,7 @@ static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, in
 static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs *a, cudaStream_t stream) {
     FdTmaMaps tm;   // (the launch copies it)
     memset(&tm, 0, sizeof(tm));
-    if (f->tma) fd_tma_maps(&tm, a, f->tma);
+    if (f->tma) fd_tma_maps(&tm, a);
     void *args[] = {a, &tm};
     cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec, f->tma), dim3(f->blocks), dim3(FD_THREADS),
                                           args, f->smem, stream));
