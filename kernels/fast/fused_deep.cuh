@@ -45,8 +45,9 @@ graph path's tuned shapes, and gathers the batch as its pixel bytes, which x's t
 byte / 255 with a TF32 product fewer (MF_FP32_PIXELS); -x 1 (TF32) rounds every operand as it
 enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and
 keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products (on a Hopper
-build the forward tiles read those stored values through the TMA instead: fd_tma_tile below); -x 2 (BF16) rounds the operands to
-BF16 (MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
+build the forward tiles read the stored activations and the FP32 weights through the TMA instead,
+and round W's tiles in shared memory: fd_tma_tile below); -x 2 (BF16) rounds the operands to BF16
+(MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
 
 Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
 tiles' 16-byte copies and the epilogue's float4s), C <= HEAD_MAX_C, B <= FD_MAX_B, hidden widths at
@@ -171,8 +172,8 @@ static_assert(FD_TMA_BB == FD_FB_BM && FD_TMA_BO == FD_FB_BN, "the TMA tiles are
 static_assert(FD_TMA_BYTES <= 4 * FD_SMEM_FLOATS, "the TMA tiles' stages fit in the kernel's shared memory");
 
 // the tensor maps of fd_tma_tile's operands (fd_tma_maps), all K-major (row-major as the trainer keeps
-// them): the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the weights' TF32
-// copies (w[l]); a kernel parameter (__grid_constant__), where the TMA reads them
+// them): the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the FP32 weights
+// (w[l]); a kernel parameter (__grid_constant__), where the TMA reads them
 typedef struct {
     CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS];
 } FdTmaMaps;
@@ -215,8 +216,8 @@ __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int 
 // all of K: the sums (mf_mma_sums), then through shared memory to the epilogue (fd_epi_tile). The SGD
 // epilogue (a weight gradient) takes W and its momentum as float4s too, and stores the gradient itself
 // only when keep: the last step of a run, whose gradient the caller may read; the steps before it
-// leave that traffic out. W's TF32 copy likewise, when tf32_copy: the run's last step, or every step
-// where the next step's forward tiles read it (fd_tma_tile).
+// leave that traffic out. W's TF32 copy likewise, when tf32_copy: the run's last step (the caller's
+// other paths read it; this kernel's own tiles round W as they read it).
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only: for each block and kind of tile (0 forward and dinp, 1 weight
 // gradient), the cycles of thread 0 in: the tile, its mainloop, the mainloop's waits, the wait for its
@@ -295,10 +296,13 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
 }
 
 #if defined(MF_WGMMA)
-// fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), then empty[s] (the
-// products' arrival once they are done with the stage); outside the dynamic shared memory, which the
-// other jobs use for their own arrays
-static __shared__ unsigned long long fd_tma_bar[2 * FD_TMA_ST];
+// fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), empty[s] (the
+// products' arrival once they are done with the stage), then rounded[s] (a rounder warp's arrival once
+// W's box is TF32); outside the dynamic shared memory, which the other jobs use for their own arrays
+#define FD_TMA_ROUNDERS 96  // threads 160-255 (warps 5-7): they round W's box of each stage to TF32
+static __shared__ unsigned long long fd_tma_bar[3 * FD_TMA_ST];
+static_assert(FD_THREADS - FD_TMA_ROUNDERS >= 160 && FD_TMA_ROUNDERS % 32 == 0 && FD_TMA_ST % (FD_TMA_ROUNDERS / 32) == 0,
+              "the rounders are whole warps after the copier's (warp 4), each always on the same stages");
 #endif
 
 // fd_tma_tile's barriers initialised, once a launch, by thread 0, before the first grid barrier
@@ -309,13 +313,14 @@ __device__ __forceinline__ void fd_tma_init() {
         for (int s = 0; s < FD_TMA_ST; s++) {
             mf_mbar_init(bars + 8 * s, 1);
             mf_mbar_init(bars + 8 * (FD_TMA_ST + s), 1);
+            mf_mbar_init(bars + 8 * (2 * FD_TMA_ST + s), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
 #endif
 }
 
-// A grid-wide barrier. TMA: this thread's stores before it (activations, the batch, W's TF32 copy) are
+// A grid-wide barrier. TMA: this thread's stores before it (activations, the batch, W's SGD step) are
 // read after it by other blocks' TMA, through the async proxy: the proxy fence orders them first.
 template <bool TMA>
 __device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &grid) {
@@ -326,29 +331,33 @@ __device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &gri
 }
 
 // One forward tile of -x 1 on the TMA and wgmma: C (M, N) = epi(A · Wᵀ) at rows m0 .. m0 + 31 of the
-// batch and outputs n0 .. n0 + 63, all of K; A (M, K) and W (N, K) TF32 values (the batch and the
-// hidden activations are stored rounded, W through its TF32 copy) through the tensor maps tmA and tmW
-// (boxes of 32 k x 32 and x 64 rows, 128-byte swizzle, zeros outside the matrix).
+// batch and outputs n0 .. n0 + 63, all of K; A (M, K) TF32 values (the batch and the hidden
+// activations are stored rounded) and W (N, K) the FP32 weights, rounded in shared memory, through the
+// tensor maps tmA and tmW (boxes of 32 k x 32 and x 64 rows, 128-byte swizzle, zeros outside the matrix).
 // Why: the mma.sync tiles (fd_tile) read their operands through cp.async into padded tiles, and the
 // wide model's forward phases are bound by those reads; the TMA brings the same boxes with no thread's
 // help, in the layout wgmma reads, and the phase takes about half as long (dev/cuda/phase_tma.cu and
 // the measurements in dev/NOTES.md).
 // Who does what: thread 128 (warp 4) is the copier: for each k-tile it waits until its stage is free,
-// arms the stage's full barrier with its bytes and asks the TMA for W's and A's boxes. Warpgroup 0
-// (threads 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64n32k8 (the outputs are wgmma's
-// M, the rows of the batch its N), and frees each stage once wgmma.wait_group says the products that
-// read it are done. Then the sums go through shared memory (transposed to rows of the batch) to
-// fd_epi_tile, by all the block's threads. g counts the k-tiles this block has taken through the stages
-// since the launch: k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each
-// wait names; the copier and the products keep the same count.
+// arms the stage's full barrier with its bytes and asks the TMA for W's and A's boxes. Warps 5-7 are
+// the rounders, each on every third k-tile (three stages rounded at once): once a stage's bytes have
+// landed the warp rounds W's box to TF32 in place (round_tf32, as the CPU and the other tiles round W;
+// wgmma itself would truncate), so that the SGD steps need not store a TF32 copy of W every step for
+// the TMA to read (7.4 MB a step in the wide model). Warpgroup 0 (threads 0-127) runs the products on the
+// rounded stage as Wᵀ's tile times A's, wgmma.m64n32k8 (the outputs are wgmma's M, the rows of the
+// batch its N), and frees each stage once wgmma.wait_group says the products that read it are done.
+// Then the sums go through shared memory (transposed to rows of the batch) to fd_epi_tile, by all the
+// block's threads. g counts the k-tiles this block has taken through the stages since the launch:
+// k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each wait names; the
+// copier, the rounders and the products keep the same count.
 __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmW,
                                             float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
     const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
-    float *out = reinterpret_cast<float *>(reinterpret_cast<unsigned char *>(smem) + (sbase - sraw) +
-                                           FD_TMA_ST * FD_TMA_STAGE);   // [row of the batch][output]
+    unsigned char *stages = reinterpret_cast<unsigned char *>(smem) + (sbase - sraw);
+    float *out = reinterpret_cast<float *>(stages + FD_TMA_ST * FD_TMA_STAGE);   // [row of the batch][output]
     const int tid = threadIdx.x, nt = CEIL_DIV(K, 32);
     mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
     __syncthreads();          // accesses ordered before the TMA's writes
@@ -362,13 +371,28 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
             mf_tma_load(sa, tmW, t * 32, n0, full);
             mf_tma_load(sa + FD_TMA_BO * 128, tmA, t * 32, m0, full);
         }
+    } else if (tid >= FD_THREADS - FD_TMA_ROUNDERS) {
+        const int rw = (tid - (FD_THREADS - FD_TMA_ROUNDERS)) / 32, lane = tid % 32;
+        for (int t = rw; t < nt; t += FD_TMA_ROUNDERS / 32) {   // k-tiles round robin over the rounders' warps
+            const unsigned G = g + t, s = G % FD_TMA_ST;
+            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
+            float4 *w4 = reinterpret_cast<float4 *>(stages + s * FD_TMA_STAGE);
+            float4 v[FD_TMA_BO * 8 / 32];   // W's box: 64 rows of 8 float4s, all loaded before any store
+#pragma unroll
+            for (int e = 0; e < FD_TMA_BO * 8 / 32; e++) v[e] = w4[e * 32 + lane];
+#pragma unroll
+            for (int e = 0; e < FD_TMA_BO * 8 / 32; e++) w4[e * 32 + lane] = mf_round_tf32(v[e]);
+            mf_fence_proxy_async();   // the rounded values visible to wgmma (and ordered before the TMA's next writes)
+            __syncwarp();
+            if (lane == 0) mf_mbar_arrive(bars + 8 * (2 * FD_TMA_ST + s));
+        }
     } else if (tid < 128) {
         float acc[16];
 #pragma unroll
         for (int i = 0; i < 16; i++) acc[i] = 0.0f;
         for (int t = 0; t < nt; t++) {
             const unsigned G = g + t, s = G % FD_TMA_ST;
-            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
+            mf_mbar_wait(bars + 8 * (2 * FD_TMA_ST + s), (G / FD_TMA_ST) & 1);   // W's box landed and rounded
             const unsigned sw = sbase + s * FD_TMA_STAGE, sx = sw + FD_TMA_BO * 128;
             mf_wg_fence();
 #pragma unroll
@@ -513,7 +537,7 @@ __device__ __forceinline__ void fd_head_bias_loss(float *smem, const FusedDeepAr
 }
 
 // TMA (-x 1 on a Hopper build; FusedPlan.tma): the forward tiles are fd_tma_tile's, through the maps
-// in tm, and the SGD epilogues keep W's TF32 copy every step (what those tiles read); else tm is unused.
+// in tm; else tm is unused.
 template <int PREC, bool TMA>
 __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a, const __grid_constant__ FdTmaMaps tm) {
     namespace cg = cooperative_groups;
@@ -672,13 +696,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         if (ll == 0) {
                             fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                                 fdsm, a.grads + a.w_off[0], a.dacts[1], x, M, N, bs, (k / wn) * FD_W_BM,
-                                (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA || i == a.n - 1);
+                                (k % wn) * FD_W_BN, epi, i == a.n - 1, i == a.n - 1);
                             continue;
                         }
                     }
                     fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                         fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
-                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1, TMA || i == a.n - 1);
+                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1, i == a.n - 1);
                     continue;
                 }
                 k -= n_w1 + n_w0;   // a column job (l == 0)
@@ -739,14 +763,10 @@ static inline int fused_deep_tma(int prec) {
 
 // the tensor maps of fd_tma_tile's operands for the buffers in a (FdTmaMaps)
 static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a) {
-    if (a->params_tf32 == NULL) {
-        fprintf(stderr, "error: internal: the deep fused step's TMA tiles need the weights' TF32 copy\n");
-        exit(EXIT_FAILURE);
-    }
     for (int p = 0; p < 2; p++) mf_tensor_map(&tm->x[p], a->xbuf[p], a->B, a->sizes[0], FD_TMA_BB);
     for (int l = 0; l < a->L - 1; l++) {
         if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], FD_TMA_BB);
-        mf_tensor_map(&tm->w[l], a->params_tf32 + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
+        mf_tensor_map(&tm->w[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
     }
 }
 
