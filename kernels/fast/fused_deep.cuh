@@ -215,9 +215,9 @@ __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int 
 // One tile of a product, C (M, N) = epi(A . B), the layouts of MfProduct (A_KC, B_KC), at (m0, n0),
 // all of K: the sums (mf_mma_sums), then through shared memory to the epilogue (fd_epi_tile). The SGD
 // epilogue (a weight gradient) takes W and its momentum as float4s too, and stores the gradient itself
-// only when keep: the last step of a run, whose gradient the caller may read; the steps before it
-// leave that traffic out. W's TF32 copy likewise, when tf32_copy: the run's last step (the caller's
-// other paths read it; this kernel's own tiles round W as they read it).
+// (and W's TF32 copy, which the caller's other paths read; this kernel's TMA tiles round W as they
+// read it) only when keep: the last step of a run, whose gradient the caller may read; the steps
+// before it leave that traffic out.
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only: for each block and kind of tile (0 forward and dinp, 1 weight
 // gradient), the cycles of thread 0 in: the tile, its mainloop, the mainloop's waits, the wait for its
@@ -265,7 +265,7 @@ __device__ __forceinline__ void fd_epi_tile(const float4 *red, float *C, int M, 
 
 template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
 __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
-                                        int m0, int n0, const MatmulFastEpi &epi, bool keep, bool tf32_copy) {
+                                        int m0, int n0, const MatmulFastEpi &epi, bool keep) {
     FD_PROF_TILE_START
     float acc[WM / 16][WN / 8][4];
     mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
@@ -285,8 +285,10 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
             *reinterpret_cast<float4 *>(sg.param + i) = w;
             *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
-            if (keep) *reinterpret_cast<float4 *>(C + i) = g;
-            if (tf32_copy && sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
+            if (keep) {
+                *reinterpret_cast<float4 *>(C + i) = g;
+                if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
+            }
         }
     } else {
         fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi);
@@ -598,13 +600,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     if (l == 0) {
                         fd_tile<MF_FP32_PIXELS, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                             fdsm, a.acts[1], x, a.params + a.w_off[0], bs, OUT, IN, (t / tn) * FD_FB_BM,
-                            (t % tn) * FD_FB_BN, epi, true, true);
+                            (t % tn) * FD_FB_BN, epi, true);
                         continue;
                     }
                 }
                 fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                     fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT, IN,
-                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true, true);
+                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true);
             }
             FD_STAMP(1);
             fd_grid_sync<TMA>(grid);
@@ -672,7 +674,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.aux = a.acts[l];
                     fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                         fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
-                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true, true);
+                        (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true);
                     continue;
                 }
                 k -= n_dinp;
@@ -696,13 +698,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                         if (ll == 0) {
                             fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                                 fdsm, a.grads + a.w_off[0], a.dacts[1], x, M, N, bs, (k / wn) * FD_W_BM,
-                                (k % wn) * FD_W_BN, epi, i == a.n - 1, i == a.n - 1);
+                                (k % wn) * FD_W_BN, epi, i == a.n - 1);
                             continue;
                         }
                     }
                     fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
                         fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
-                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1, i == a.n - 1);
+                        (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1);
                     continue;
                 }
                 k -= n_w1 + n_w0;   // a column job (l == 0)
