@@ -597,12 +597,12 @@ static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, 
     free(h.labels);
 }
 
-// the deep fused step in TF32 without the TMA forward tiles (MLP_FUSED_TMA=0, fused_deep_tma in
-// kernels/fast/fused_deep.cuh), against the CPU: on a Hopper build the default takes them, so this keeps
-// the mma.sync tiles checked there too
-static void gpu_vs_cpu_fused_no_tma(const int *sizes, int L, int act, int B, int last_bs) {
-    setenv("MLP_FUSED_TMA", "0", 1);
-    printf("\n(MLP_FUSED_TMA=0: the mma.sync forward tiles)");
+// the deep fused step in TF32 with fewer of its tiles on the TMA (MLP_FUSED_TMA=level, fused_deep_tma in
+// kernels/fast/fused_deep.cuh: 0 none, the mma.sync tiles; 1 the forward tiles alone), against the CPU: on
+// a Hopper build the default takes the forward and dinp tiles there, so this keeps the others checked too
+static void gpu_vs_cpu_fused_tma(int level, const int *sizes, int L, int act, int B, int last_bs) {
+    setenv("MLP_FUSED_TMA", level == 0 ? "0" : "1", 1);
+    printf("\n(MLP_FUSED_TMA=%d: %s)", level, level == 0 ? "the mma.sync tiles" : "the TMA forward tiles alone");
     gpu_vs_cpu(FUSED, PREC_TF32, sizes, L, act, B, last_bs);
     unsetenv("MLP_FUSED_TMA");
 }
@@ -1790,8 +1790,10 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FUSED, 0, deep4, 4, ACT_SIGMOID, 100, 37));
     CASE(gpu_vs_cpu(FUSED, 1, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu(FUSED, 1, deep4, 4, ACT_TANH, 100, 37));
-    CASE(gpu_vs_cpu_fused_no_tma(wide, 3, ACT_RELU, 256, 96));
-    CASE(gpu_vs_cpu_fused_no_tma(deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_fused_tma(0, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_fused_tma(0, deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_fused_tma(1, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_fused_tma(1, deep4, 4, ACT_TANH, 100, 37));
     CASE(gpu_vs_cpu(FUSED, PREC_BF16, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep_small, 3, ACT_SIGMOID, 33, 17));
     CASE(test_fused_plan());

@@ -140,6 +140,7 @@ typedef struct {
     StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
     int num_graphs;
     FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
+    float *head_part;                     // the deep fused step's shares of the logits (FusedDeepArgs), or NULL
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
 } Model;
 
@@ -312,6 +313,7 @@ static void model_free(Model *m) {
         cudaCheck(cudaFree(m->batch_labels[i]));
     }
     cudaCheck(cudaFree(m->scratch));  // (cudaFree(NULL) does nothing)
+    cudaCheck(cudaFree(m->head_part));
     cudaCheck(cudaFree(m->losses));
     cudaCheck(cudaFree(m->perm));
     cudaCheck(cudaFree(m->step));
@@ -692,6 +694,10 @@ static int model_use_fused(Model *m, int any) {
         model_free_bf16(m);
         model_free_tf32k(m);
     }
+    if (m->fused.ok && m->fused.deep && !m->head_part)
+        m->head_part = (float *)cudaMallocCheck(
+            fused_deep_head_part_floats(m->sizes, m->L, m->B) * sizeof(float),
+            "the head's shares of the logits");
     return m->fused.ok;
 }
 
@@ -715,6 +721,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
         a.labbuf[p] = m->batch_labels[p];
     }
     a.losses = m->losses;
+    a.head_part = m->head_part;
     a.step_losses = m->step_losses;
     a.step = m->step;
     a.perm = m->perm;

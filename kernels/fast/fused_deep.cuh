@@ -16,18 +16,18 @@ It pays where each product is one wave of tiles over the SMs (the wide model at 
 or BF16); elsewhere the graphs' kernels, which split K to fill the GPU and overlap the backward
 products on three streams, are faster (dev/NOTES.md has the measurements).
 
-What a phase is: a list of jobs (tiles of a matrix product, groups of rows of the head, column
-sums, rows of the next batch), job j done by block j mod (blocks), in order. A tile is the
+What a phase is: a list of jobs (tiles of a matrix product, pairs of rows of the head with the
+next batch's, column sums), job j done by block j mod (blocks), in order. A tile is the
 mma.sync kernel's own block tile (mf_mma_sums, kernels/fast/mma_tf32.cuh: the same sums, fragment
 for fragment, as -f 1's kernels in that precision); its epilogue goes through shared memory, four
 outputs a thread at a time (the bias and activation, act': epilogue.cuh's mf_epi_load and
-mf_epi_apply; or the SGD step, on float4s). A group of rows of the head is head.cuh's head_rows.
-For a model of
-L layers (L - 1 hidden, the last layer the head) a step is
+mf_epi_apply; or the SGD step, on float4s). For a model of L layers (L - 1 hidden, the last layer
+the head) a step is
 
-  F_0 .. F_{L-2}  (l = 0 .. L-2) h_l = act(h_{l-1} · W_lᵀ + b_l), h_{-1} = x: tiles of B x OUT_l
-  H               the head: logits, loss, dz = dacts[L] and dh_{L-2} (with act'), and the next
-                  step's batch gathered into the other of two batch buffers
+  F_0 .. F_{L-2}  (l = 0 .. L-2) h_l = act(h_{l-1} · W_lᵀ + b_l), h_{-1} = x: tiles of B x OUT_l;
+                  F_{L-2}'s tiles also leave their shares of the logits (fd_head_part)
+  H               the head (fd_head_job): logits, loss, dz = dacts[L] and dh_{L-2} (with act'),
+                  and the next step's batch gathered into the other of two batch buffers
   D_l             (l = L-2 .. 0) if l > 0, dh_{l-1} = (dh_l · W_l) ⊙ act'(h_{l-1}): tiles of
                   B x IN_l; and the weight gradient and SGD step of hidden layer l + 1, dW =
                   dh_{l+1}ᵀ · h_l (tiles of OUT x IN with SGD in the epilogue); D_0 also layer 0's,
@@ -35,7 +35,7 @@ L layers (L - 1 hidden, the last layer the head) a step is
                   step), the head layer's dW (C x IN, too few rows for tiles) and the mean loss
 with a barrier after each phase (none after the last step's D_0). No buffer is written in a phase
 in which another block may read it: W_l is read by F_l and by D_l (its dinp), and stepped in
-D_{l-1} (or, for W_{L-1}, read by H and stepped in D_0); each activation and gradient is
+D_{l-1} (or, for W_{L-1}, read by F_{L-2} and H and stepped in D_0); each activation and gradient is
 written in one phase and read in later ones; the next batch goes to the buffer the step before
 read. Every sum runs in a fixed order, so a run gives the same bits every time, and a run of n
 steps the same bits as n runs of one.
@@ -69,19 +69,17 @@ block per SM resident at once (a cooperative launch).
 #include "epilogue.cuh"           // mf_epi_load, mf_epi_apply
 #include "fused_step.cuh"         // FusedPlan
 #include "gather_fast.cuh"        // pixel_value
-#include "head.cuh"               // head_rows, HEAD_ROWS, HEAD_THREADS, HEAD_MAX_C
+#include "head.cuh"               // HEAD_MAX_C
 #include "mma_tf32.cuh"           // mf_mma_sums, mf_mma_stage
 #include "wgmma_tma.cuh"          // mf_wgmma_tf32_n32, mf_tma_load, mf_tensor_map (fd_tma_tile)
 
-#define FD_THREADS 256      // 8 warps: the tiles' warp layouts below, and the head's block (HEAD_THREADS)
+#define FD_THREADS 256      // 8 warps: the tiles' warp layouts below
 #define FD_MAX_B 512        // rows of a batch
 #define FD_MAX_WIDTH 2048   // hidden units of a layer
 #define FD_COLS 128         // columns of a column-sum job: a float4 a lane
-#define FD_GATHER_ROWS 2    // rows of the batch a gather job copies (a job beside each of the head's groups)
+#define FD_HEAD_ROWS 2      // rows of the batch a job of the head's phase takes (fd_head_job), and
+                            // rows of the next batch it gathers beside them
 #define FD_HDW_FLOATS (8 * 16 * 32 * 4 + FD_MAX_B * 16)   // fd_head_dweight's partial sums, then dz of 16 classes
-#ifndef FD_HEAD_GPB
-#define FD_HEAD_GPB 1       // groups of HEAD_ROWS rows a block takes in the head's phase
-#endif
 
 // The tiles. Rows x columns of the product's output, K step, warp tile, pipeline stages (each may be
 // given on nvcc's command line, for dev/fused_profile.cu's comparisons):
@@ -128,8 +126,7 @@ block per SM resident at once (a cooperative launch).
 #endif
 static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 == FD_THREADS, "8 warps a forward tile");
 static_assert((FD_W_BM / FD_W_WM) * (FD_W_BN / FD_W_WN) * 32 == FD_THREADS, "8 warps a weight-gradient tile");
-static_assert(HEAD_THREADS == FD_THREADS, "the head's rows run on the same blocks");
-static_assert((FD_THREADS / 32) % FD_GATHER_ROWS == 0, "whole warps a row of the gather");
+static_assert((FD_THREADS / 32) % FD_HEAD_ROWS == 0, "whole warps a row of the gather");
 
 // floats of dynamic shared memory: the largest of the tiles' pipelines (the weight-gradient tile
 // staged for its epilogue fits in its own), and the head layer's weight-gradient jobs (fd_head_dweight)
@@ -138,6 +135,12 @@ __host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
     fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8),                   \
                   mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
            fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
+
+// where the last hidden layer's forward tiles keep W_{L-1}'s columns of their outputs (HEAD_MAX_C rows
+// of FD_FB_BN + 4 floats: fd_head_w_load): the end of the dynamic shared memory, past the tiles' pipelines
+#define FD_HEAD_W_OFF (FD_SMEM_FLOATS - HEAD_MAX_C * (FD_FB_BN + 4))
+static_assert(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8) <= FD_HEAD_W_OFF,
+              "the forward tiles' pipeline ends before W_{L-1}'s columns");
 
 // what one launch needs: the model's buffers (train_mlp_fast.cu's Model), the data and the settings
 typedef struct {
@@ -149,6 +152,8 @@ typedef struct {
     float *xbuf[2];                        // the two batch buffers: step i of the run reads xbuf[i % 2]
     int *labbuf[2];                        // and its labels
     float *losses;                         // (B) per row
+    float *head_part;                      // (FD_HEAD_TILES of the last hidden width, B, C): the head's logits,
+                                           // each tile's share of the sum (fd_head_part)
     float *step_losses;                    // each step's mean loss, at step_losses[*step]
     int *step;                             // the device step counter: moved on by n
     const int *perm;                       // the epoch's permutation: step s takes rows perm[s*B ..]
@@ -156,6 +161,7 @@ typedef struct {
     int L, sizes[MAX_LAYERS + 1], act, B;
     int n, last_bs;                        // n steps, the last with last_bs rows
     float lr, mu, wd;
+    int tma_dinp;                          // the TMA kernel's dinp tiles on the TMA too (FusedPlan.tma 2)
     long long *prof;                       // NULL; dev/fused_profile.cu: clock64() stamps, for each block, step
                                            // and phase its start and the end of its jobs (fd_prof_points)
 } FusedDeepArgs;
@@ -169,13 +175,16 @@ typedef struct {
 #define FD_TMA_STAGE ((FD_TMA_BO + FD_TMA_BB) * 128)   // bytes of a stage: W's box, then A's
 #define FD_TMA_BYTES (1024 + FD_TMA_ST * FD_TMA_STAGE + FD_TMA_BB * FD_TMA_BO * 4)   // (+ the staged sums)
 static_assert(FD_TMA_BB == FD_FB_BM && FD_TMA_BO == FD_FB_BN, "the TMA tiles are the forward tiles' shape");
-static_assert(FD_TMA_BYTES <= 4 * FD_SMEM_FLOATS, "the TMA tiles' stages fit in the kernel's shared memory");
+static_assert(FD_TMA_BYTES <= 4 * FD_HEAD_W_OFF, "the TMA tiles' stages fit in the kernel's shared memory, before "
+                                                "W_{L-1}'s columns (fd_head_w_load)");
 
-// the tensor maps of fd_tma_tile's operands (fd_tma_maps), all K-major (row-major as the trainer keeps
-// them): the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the FP32 weights
-// (w[l]); a kernel parameter (__grid_constant__), where the TMA reads them
+// the tensor maps of the TMA tiles' operands (fd_tma_maps), as the trainer keeps them (row-major): for
+// fd_tma_tile the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the FP32
+// weights (w[l], boxes of FD_TMA_BO rows); for fd_tma_dinp_tile the hidden layers' gradients (dout[l]:
+// dacts[l + 1], l >= 1) and the weights again in boxes of 32 rows (wd[l]); a kernel parameter
+// (__grid_constant__), where the TMA reads them
 typedef struct {
-    CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS];
+    CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS], dout[MAX_LAYERS], wd[MAX_LAYERS];
 } FdTmaMaps;
 
 // the stamps a step leaves in FusedDeepArgs.prof: a start and an end for each of its 2L - 1 phases
@@ -191,14 +200,14 @@ __device__ __forceinline__ float fd_operand(float x) {
     else return x;
 }
 
-// rows b0 .. b0 + FD_GATHER_ROWS - 1 of step s's batch (those below bs) into x and labels, the warps
+// rows b0 .. b0 + FD_HEAD_ROWS - 1 of step s's batch (those below bs) into x and labels, the warps
 // shared out over the rows (the gather's pixel_value, as mode says: p / 255, rounded to TF32 for -x 1,
 // the bytes themselves for FP32)
 __device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int *labels, int s, int b0, int bs,
                                           int mode) {
-    constexpr int PER_ROW = FD_THREADS / 32 / FD_GATHER_ROWS;   // warps a row
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = b0 + warp % FD_GATHER_ROWS;
-    const int IN = a.sizes[0], part = warp / FD_GATHER_ROWS;
+    constexpr int PER_ROW = FD_THREADS / 32 / FD_HEAD_ROWS;   // warps a row
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = b0 + warp % FD_HEAD_ROWS;
+    const int IN = a.sizes[0], part = warp / FD_HEAD_ROWS;
     if (b >= bs) return;
     const int item = __ldg(a.perm + (size_t)s * a.B + b);
     const uchar4 *img = reinterpret_cast<const uchar4 *>(a.images + (size_t)item * IN);
@@ -242,16 +251,80 @@ static __device__ long long fd_prof_tile[1024][2][5];
 #define FD_PROF_TILE_END(kind)
 #endif
 
+// The head's logits begin in the last hidden layer's forward tiles: each tile, once it has its outputs
+// h (B x N, the layer's width N), adds up its share of z = h · W_{L-1}ᵀ, its BN columns of h times
+// W_{L-1}'s, for its rows and every class, into part[tile column][row][class]; the head's phase then adds
+// the FD_HEAD_TILES shares of each logit in order (fd_head_job). Why: the head's phase would otherwise
+// read h and W_{L-1} again and add up 1024-long sums across each block before its softmax could start;
+// here the products ride on the epilogue, with h already in shared memory.
+typedef struct {
+    const float *w;   // W_{L-1} (C, N)
+    float *part;      // (FD_HEAD_TILES(N), B, C); NULL: not the last hidden layer's tile
+    int B, C;
+} FdHeadPart;
+#define FD_HEAD_TILES(width) CEIL_DIV(width, FD_FB_BN)
+
+// W_{L-1}'s columns n0 .. n0 + BN - 1 for every class into shared memory at ws, [class][BN + 4] (rows
+// padded against bank conflicts; zeros past N, and a class of zeros after an odd C), as one group of
+// asynchronous copies: a tile issues them at its start, and they land while it runs
+template <int BN>
+__device__ __forceinline__ void fd_head_w_load(const FdHeadPart &hp, float *ws, int N, int n0) {
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(ws);
+    for (int t = threadIdx.x; t < (hp.C + 1) / 2 * 2 * (BN / 4); t += FD_THREADS) {
+        const int c = t / (BN / 4), k4 = t % (BN / 4), n = n0 + 4 * k4;
+        const bool ok = c < hp.C && n < N;
+        mf_cp16(sa + 4u * (unsigned)(c * (BN + 4) + 4 * k4), ok ? hp.w + (size_t)c * N + n : hp.w, ok);
+    }
+    mf_cp_commit();
+}
+
+// The tile's share of the logits: h's rows m0 .. (their outputs n0 .. n0 + BN - 1, in shared memory at hs,
+// rows BN apart, zeros past N) times ws's columns (fd_head_w_load), a thread two rows x two classes
+// (each h and W value it loads used twice), the BN products of each logit added in order
+template <int BM, int BN>
+__device__ __forceinline__ void fd_head_part(const FdHeadPart &hp, const float *hs, const float *ws, int M, int m0,
+                                             int tn) {
+    static_assert(BM % 2 == 0, "rows in pairs");
+    const int C = hp.C, CP = (C + 1) / 2;
+    for (int t = threadIdx.x; t < BM / 2 * CP; t += FD_THREADS) {
+        const int r = 2 * (t / CP), c = 2 * (t % CP);
+        if (m0 + r >= M) break;
+        const float4 *h0 = reinterpret_cast<const float4 *>(hs + r * BN), *h1 = h0 + BN / 4;
+        const float4 *w0 = reinterpret_cast<const float4 *>(ws + c * (BN + 4)), *w1 = w0 + (BN + 4) / 4;
+        float p00 = 0.0f, p01 = 0.0f, p10 = 0.0f, p11 = 0.0f;   // (row, class)
+#pragma unroll 4
+        for (int k = 0; k < BN / 4; k++) {
+            const float4 a = h0[k], b = h1[k], u = w0[k], v = w1[k];
+            p00 = fmaf(a.w, u.w, fmaf(a.z, u.z, fmaf(a.y, u.y, fmaf(a.x, u.x, p00))));
+            p01 = fmaf(a.w, v.w, fmaf(a.z, v.z, fmaf(a.y, v.y, fmaf(a.x, v.x, p01))));
+            p10 = fmaf(b.w, u.w, fmaf(b.z, u.z, fmaf(b.y, u.y, fmaf(b.x, u.x, p10))));
+            p11 = fmaf(b.w, v.w, fmaf(b.z, v.z, fmaf(b.y, v.y, fmaf(b.x, v.x, p11))));
+        }
+        float *out = hp.part + ((size_t)tn * hp.B + m0 + r) * C + c;
+        out[0] = p00;
+        if (c + 1 < C) out[1] = p01;
+        if (m0 + r + 1 < M) {
+            out[C] = p10;
+            if (c + 1 < C) out[C + 1] = p11;
+        }
+    }
+}
+
 // The forward or dinp epilogue (the bias and activation, or act') of a BM x BN tile of sums staged in
 // shared memory (rows BN floats apart) into C (M, N) at (m0, n0): a float4 of outputs a thread at a
-// time, the epilogue's loads for the four in flight together (N % 4 == 0)
+// time, the epilogue's loads for the four in flight together (N % 4 == 0). hp.part: the last hidden
+// layer's forward tile (else NULL), whose outputs then go back into red (zeros outside the matrix) for
+// its share of the logits (fd_head_part, with W's columns at ws: fd_head_w_load).
 template <int BM, int BN>
-__device__ __forceinline__ void fd_epi_tile(const float4 *red, float *C, int M, int N, int m0, int n0,
-                                            const MatmulFastEpi &epi) {
+__device__ __forceinline__ void fd_epi_tile(float4 *red, float *C, int M, int N, int m0, int n0,
+                                            const MatmulFastEpi &epi, const FdHeadPart &hp, const float *ws) {
 #pragma unroll 2
     for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
         const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
-        if (m >= M || n >= N) continue;
+        if (m >= M || n >= N) {
+            if (hp.part) red[e4] = make_float4(0.f, 0.f, 0.f, 0.f);
+            continue;
+        }
         MfEpiIn in[4];
 #pragma unroll
         for (int j = 0; j < 4; j++) in[j] = mf_epi_load(m, n + j, N, epi);
@@ -259,20 +332,28 @@ __device__ __forceinline__ void fd_epi_tile(const float4 *red, float *C, int M, 
         float o[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
-        *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = make_float4(o[0], o[1], o[2], o[3]);
+        const float4 out = make_float4(o[0], o[1], o[2], o[3]);
+        *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = out;
+        if (hp.part) red[e4] = out;
+    }
+    if (hp.part) {
+        __syncthreads();
+        fd_head_part<BM, BN>(hp, reinterpret_cast<const float *>(red), ws, M, m0, n0 / BN);
     }
 }
 
 template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
 __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
-                                        int m0, int n0, const MatmulFastEpi &epi, bool keep) {
+                                        int m0, int n0, const MatmulFastEpi &epi, bool keep,
+                                        const FdHeadPart &hp = FdHeadPart{}) {
     FD_PROF_TILE_START
+    if (hp.part) fd_head_w_load<BN>(hp, smem + FD_HEAD_W_OFF, N, n0);   // (landed by the mainloop's last wait)
     float acc[WM / 16][WN / 8][4];
     mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
     FD_PROF_TILE_LOOP
     mf_mma_stage<BM, BN, WM, WN>(acc, smem);
     __syncthreads();
-    const float4 *red = reinterpret_cast<const float4 *>(smem);
+    float4 *red = reinterpret_cast<float4 *>(smem);
     if (epi.kind == MF_EPI_SGD) {
         const MatmulFastSgd &sg = epi.sgd;
 #pragma unroll 2
@@ -291,7 +372,7 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             }
         }
     } else {
-        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi);
+        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi, hp, smem + FD_HEAD_W_OFF);
     }
     __syncthreads();   // the shared memory is the next job's
     FD_PROF_TILE_END(BM == FD_W_BM && BN == FD_W_BN ? 1 : 0)
@@ -302,7 +383,7 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
 // products' arrival once they are done with the stage), then rounded[s] (a rounder warp's arrival once
 // W's box is TF32); outside the dynamic shared memory, which the other jobs use for their own arrays
 #define FD_TMA_ROUNDERS 96  // threads 160-255 (warps 5-7): they round W's box of each stage to TF32
-static __shared__ unsigned long long fd_tma_bar[3 * FD_TMA_ST];
+static __shared__ unsigned long long fd_tma_bar[4 * FD_TMA_ST];   // (then fd_tma_dinp_tile's full[s])
 static_assert(FD_THREADS - FD_TMA_ROUNDERS >= 160 && FD_TMA_ROUNDERS % 32 == 0 && FD_TMA_ST % (FD_TMA_ROUNDERS / 32) == 0,
               "the rounders are whole warps after the copier's (warp 4), each always on the same stages");
 #endif
@@ -316,6 +397,7 @@ __device__ __forceinline__ void fd_tma_init() {
             mf_mbar_init(bars + 8 * s, 1);
             mf_mbar_init(bars + 8 * (FD_TMA_ST + s), 1);
             mf_mbar_init(bars + 8 * (2 * FD_TMA_ST + s), 1);
+            mf_mbar_init(bars + 8 * (3 * FD_TMA_ST + s), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -353,7 +435,8 @@ __device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &gri
 // k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each wait names; the
 // copier, the rounders and the products keep the same count.
 __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmW,
-                                            float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi) {
+                                            float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi,
+                                            const FdHeadPart &hp) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
@@ -361,6 +444,7 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
     unsigned char *stages = reinterpret_cast<unsigned char *>(smem) + (sbase - sraw);
     float *out = reinterpret_cast<float *>(stages + FD_TMA_ST * FD_TMA_STAGE);   // [row of the batch][output]
     const int tid = threadIdx.x, nt = CEIL_DIV(K, 32);
+    if (hp.part) fd_head_w_load<FD_TMA_BO>(hp, smem + FD_HEAD_W_OFF, N, n0);   // (waited for before the epilogue)
     mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
     __syncthreads();          // accesses ordered before the TMA's writes
     if (tid == 128) {
@@ -409,10 +493,179 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
         mf_wg_n32_store_t(out, FD_TMA_BO, acc, tid);
     }
     g += nt;
+    mf_cp_wait<0>();   // (W_{L-1}'s columns: fd_head_w_load)
     __syncthreads();
-    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<const float4 *>(out), C, M, N, m0, n0, epi);
+    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<float4 *>(out), C, M, N, m0, n0, epi, hp, smem + FD_HEAD_W_OFF);
     __syncthreads();   // the shared memory is the next job's
 #endif
+}
+
+// One dinp tile of -x 1 on the TMA and mma.sync: C (M, N) = epi(A · B) at rows m0 .. m0 + 31 of the batch
+// and columns n0 .. n0 + 63, all of K; A (M, K) the layer's output gradient, B (K, N) = W_l as the trainer
+// keeps it (row-major, N-contiguous), both FP32 values rounded to TF32 as they enter the fragments (as
+// the mma.sync tiles round them), through the tensor maps tmA (boxes of 32 k x 32 rows) and tmB (32 k
+// rows x 32 columns), 128-byte swizzle, zeros outside the matrix.
+// Why: the mma.sync tiles (fd_tile) read their operands through cp.async and are bound by those reads,
+// as the forward tiles were before the TMA; wgmma cannot take W this way round in TF32 (its TF32
+// operands must be K-major, and a transposed copy of W cost more to keep than it saved: dev/NOTES.md),
+// but mma.sync reads its fragments from shared memory one element at a time in any layout, so the TMA
+// brings W's boxes as they are.
+// Who does what: the two warpgroups take alternate k-tiles (K split in two inside the block: a warp's
+// 16 x 32 outputs are four independent accumulators, where fd_tile's warps have two) through their own
+// half of the stages (k-tile t in stage (g + t) % FD_TMA_ST, an even count), thread 0 of each its
+// copier: it asks for its first stages, then refills each once its warpgroup is past it (a named
+// barrier of the warpgroup's 128 threads). Every thread waits for its stage's bytes on the stage's
+// barrier. Then warpgroup 0's sums plus warpgroup 1's (in that order) through shared memory to
+// fd_epi_tile. g counts the k-tiles this block has taken through these barriers since the launch, as
+// in fd_tma_tile. A stage (from the 1024-aligned base): A's box (32 rows x 128 bytes), then W's two
+// boxes (32 k x 128 bytes each); the sums after the stages.
+__device__ __forceinline__ void fd_tma_dinp_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmB,
+                                                 float *C, int M, int N, int K, int m0, int n0,
+                                                 const MatmulFastEpi &epi) {
+#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    static_assert(FD_TMA_ST % 2 == 0 && FD_TMA_STAGE == 3 * 4096 && FD_FB_BM == 32 && FD_FB_BN == 64,
+                  "a stage holds A's box and W's two, each 4096 bytes; each warpgroup has half the stages");
+    const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
+    const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar) + 8 * 3 * FD_TMA_ST;
+    const unsigned char *stages = reinterpret_cast<const unsigned char *>(smem) + (sbase - sraw);
+    float *out = reinterpret_cast<float *>(smem) + (sbase - sraw) / 4 + FD_TMA_ST * FD_TMA_STAGE / 4;   // [row][col]
+    const int tid = threadIdx.x, wg = tid / 128, warp = tid % 128 / 32, lane = tid % 32, nt = CEIL_DIV(K, 32);
+    const int wm = (warp / 2) * 16, wn = (warp % 2) * 32, gq = lane / 4, q = lane % 4;
+    auto issue = [&](int t) {   // k-tile t's three boxes into its stage
+        const unsigned s = (g + t) % FD_TMA_ST, full = bars + 8 * s, sa = sbase + s * FD_TMA_STAGE;
+        mf_mbar_expect_tx(full, FD_TMA_STAGE);
+        mf_tma_load(sa, tmA, t * 32, m0, full);
+        mf_tma_load(sa + 4096, tmB, n0, t * 32, full);
+        mf_tma_load(sa + 8192, tmB, n0 + 32, t * 32, full);
+    };
+    mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
+    __syncthreads();          // accesses ordered before the TMA's writes
+    if (tid % 128 == 0) {
+        mf_fence_proxy_async_global();   // (the operands: other blocks' stores before the grid barrier)
+        for (int t = wg; t < min(nt, FD_TMA_ST); t += 2) issue(t);
+    }
+    float acc[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
+    for (int t = wg; t < nt; t += 2) {
+        const unsigned G = g + t, s = G % FD_TMA_ST;
+        mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
+        const float *As = reinterpret_cast<const float *>(stages + s * FD_TMA_STAGE), *Bs = As + 1024;
+#pragma unroll
+        for (int kk = 0; kk < 32; kk += 8) {
+            // A's fragment: ldmatrix rows wm + 0..15, k kk .. kk + 7 (16-byte chunk c of row r is at chunk
+            // c ^ (r % 8): the swizzle); W's: (k, n) of box n / 32 at row k, chunk (n % 32) / 4 ^ (k % 8)
+            uint32_t af[4], bf[4][2];
+            const int r = wm + (lane & 7) + ((lane >> 3) & 1) * 8, ch = kk / 4 + (lane >> 4);
+            mf_ldsm_x4(af, As + r * 32 + ((ch ^ (r & 7)) * 4));
+#pragma unroll
+            for (int e = 0; e < 4; e++) af[e] = mf_to_tf32(__uint_as_float(af[e]));
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int n = wn + j * 8 + gq, c = n % 32;
+                const float *b = Bs + (n / 32) * 1024 + (c & 3);
+                const int k0 = kk + q, k1 = kk + q + 4;
+                bf[j][0] = mf_to_tf32(b[k0 * 32 + (((c >> 2) ^ (k0 & 7)) << 2)]);
+                bf[j][1] = mf_to_tf32(b[k1 * 32 + (((c >> 2) ^ (k1 & 7)) << 2)]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) mf_mma_tf32(acc[j], af, bf[j]);
+        }
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");   // the warpgroup is past this stage
+        if (tid % 128 == 0 && t + FD_TMA_ST < nt) {
+            mf_fence_proxy_async();   // (its reads of the stage before the TMA's writes)
+            issue(t + FD_TMA_ST);
+        }
+    }
+    g += nt;
+    // the sums: (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1) of each 16 x 8 tile j
+#pragma unroll
+    for (int pass = 1; pass >= 0; pass--) {
+        if (wg == pass) {
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float2 *o = reinterpret_cast<float2 *>(&out[(wm + gq + 8 * h) * FD_FB_BN + wn + j * 8 + 2 * q]);
+                    if (pass == 1) *o = make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
+                    else *o = make_float2(acc[j][2 * h] + o->x, acc[j][2 * h + 1] + o->y);
+                }
+        }
+        __syncthreads();
+    }
+    fd_epi_tile<FD_FB_BM, FD_FB_BN>(reinterpret_cast<float4 *>(out), C, M, N, m0, n0, epi, FdHeadPart{}, nullptr);
+    __syncthreads();   // the shared memory is the next job's
+#endif
+}
+
+// A job of the head's phase: rows b0 .. b0 + FD_HEAD_ROWS - 1 (those below bs) of the head, from the
+// logits' shares the forward tiles left (fd_head_part), with step s + 1's rows b0 .. of the batch gathered
+// beside them (gather: into x and labels, those below gather_bs). In order:
+//   1. the rows of h and their logits' shares are put in flight into shared memory (cp.async), and the
+//      gather runs while they land;
+//   2. logit z[r][c] = b[c] + the shares of tile columns 0, 1, ... in order, a thread a logit;
+//   3. the loss and dz of each row, by the function every softmax path shares (softmax_xent.cuh);
+//   4. dh[r][k] = Σ_c dz[r][c] · W[c][k] · act'(h[r][k]), a float4 a thread at a time.
+// The logits, dz, the losses and dh go to the trainer's buffers, as head.cuh's head_rows leaves them.
+// Why: the head's rows had been one round trip to memory after another (W, then h, then the 1024-long
+// sums across the block, then W and h again), with the gather's after them; here the job's loads are
+// all in flight at its start, the gather's among them, and its sums are a few dozen additions.
+__device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a, int b0, int bs, const int *labels,
+                                            float *x, int *xlabels, int s, int gather_bs, int gather_mode) {
+    const int L = a.L, IN = a.sizes[L - 1], C = a.sizes[L], TN = FD_HEAD_TILES(IN), tid = threadIdx.x;
+    const int rows = min(FD_HEAD_ROWS, bs - b0);
+    const float *W = a.params + a.w_off[L - 1], *bias = a.params + a.b_off[L - 1], *h = a.acts[L - 1];
+    // shared memory: the rows of h, their logits' shares [tile column][row][class], z and dz [row][class]
+    // (W is read from L2 where it is used: staged here first, its copy took longer than the job's other loads)
+    float *hs = smem, *ps = hs + FD_HEAD_ROWS * IN, *zs = ps + FD_HEAD_ROWS * TN * C, *dzs = zs + FD_HEAD_ROWS * C;
+    if (rows > 0) {
+        const unsigned sh = (unsigned)__cvta_generic_to_shared(smem);
+        for (int t = tid; t < rows * IN / 4; t += FD_THREADS)   // the rows are consecutive in h
+            mf_cp16(sh + 16u * t, h + (size_t)b0 * IN + 4 * t, true);
+        for (int t = tid; t < TN * rows * C; t += FD_THREADS) {   // [tile column][row][class], rows consecutive
+            const int tn = t / (rows * C), rc = t % (rows * C);
+            mf_cp4(sh + 4u * (unsigned)(ps - smem + tn * FD_HEAD_ROWS * C + rc),
+                   a.head_part + ((size_t)tn * a.B + b0) * C + rc, true);
+        }
+        mf_cp_commit();
+    }
+    if (b0 < gather_bs) fd_gather(a, x, xlabels, s + 1, b0, gather_bs, gather_mode);
+    if (rows <= 0) return;
+    mf_cp_wait<0>();
+    __syncthreads();
+    if (tid < rows * C) {   // row tid / C, class tid % C
+        float z = bias[tid % C];
+        for (int tn = 0; tn < TN; tn++) z += ps[tn * FD_HEAD_ROWS * C + tid];
+        zs[tid] = z;
+        a.acts[L][(size_t)b0 * C + tid] = z;
+    }
+    __syncthreads();
+    if (tid < rows) a.losses[b0 + tid] = softmax_xent_row(dzs + tid * C, zs + tid * C, labels[b0 + tid], C, bs);
+    __syncthreads();
+    if (tid < rows * C) a.dacts[L][(size_t)b0 * C + tid] = dzs[tid];
+    float *dh = a.dacts[L - 1] + (size_t)b0 * IN;
+    for (int t = tid; t < rows * IN / 4; t += FD_THREADS) {
+        const int r = t / (IN / 4), k = 4 * (t % (IN / 4));
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int c = 0; c < C; c++) {
+            const float d = dzs[r * C + c];
+            const float4 w = *reinterpret_cast<const float4 *>(W + (size_t)c * IN + k);
+            sum.x = fmaf(d, w.x, sum.x);
+            sum.y = fmaf(d, w.y, sum.y);
+            sum.z = fmaf(d, w.z, sum.z);
+            sum.w = fmaf(d, w.w, sum.w);
+        }
+        const float4 y = reinterpret_cast<const float4 *>(hs)[t];
+        sum.x *= activation_grad_from_output(y.x, a.act);
+        sum.y *= activation_grad_from_output(y.y, a.act);
+        sum.z *= activation_grad_from_output(y.z, a.act);
+        sum.w *= activation_grad_from_output(y.w, a.act);
+        reinterpret_cast<float4 *>(dh)[t] = sum;
+    }
+    __syncthreads();   // the shared memory is the next job's
 }
 
 // Columns c0 .. c0 + FD_COLS - 1 (those below N) of db = Σ_b dout[b][.] over bs rows (N % 4 == 0), and
@@ -562,14 +815,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
         ph += (end);                                                           \
     }
 
-    unsigned tg = 0;   // the k-tiles through fd_tma_tile's stages so far
+    unsigned tg = 0, tgd = 0;   // the k-tiles through fd_tma_tile's stages so far, and fd_tma_dinp_tile's
     if constexpr (TMA) fd_tma_init();   // (the grid barrier below orders it before the first tile)
 
     // the first step's batch into xbuf[0]
     {
         const int bs0 = a.n == 1 ? a.last_bs : B;
-        for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_GATHER_ROWS); j += G)
-            fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_GATHER_ROWS, bs0, GATHER);
+        for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_HEAD_ROWS); j += G)
+            fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_HEAD_ROWS, bs0, GATHER);
     }
     fd_grid_sync<TMA>(grid);
 
@@ -589,59 +842,39 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.act = a.act;
             epi.bias = a.params + a.b_off[l];
             epi.round_out = TF32;
+            // the last hidden layer's tiles also take their share of the head's logits
+            const FdHeadPart hp = {a.params + a.w_off[L - 1], l == L - 2 ? a.head_part : nullptr, B, C};
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
             for (int t = blockIdx.x; t < tiles; t += G) {
                 if constexpr (TMA) {
                     fd_tma_tile(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], bs, OUT, IN,
-                                (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi);
+                                (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, hp);
                     continue;
                 }
                 if constexpr (PIXELS) {
                     if (l == 0) {
                         fd_tile<MF_FP32_PIXELS, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                             fdsm, a.acts[1], x, a.params + a.w_off[0], bs, OUT, IN, (t / tn) * FD_FB_BM,
-                            (t % tn) * FD_FB_BN, epi, true);
+                            (t % tn) * FD_FB_BN, epi, true, hp);
                         continue;
                     }
                 }
                 fd_tile<PREC, true, true, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                     fdsm, a.acts[l + 1], l == 0 ? x : a.acts[l], a.params + a.w_off[l], bs, OUT, IN,
-                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true);
+                    (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true, hp);
             }
             FD_STAMP(1);
             fd_grid_sync<TMA>(grid);
         }
 
-        // ---- H: the head's rows, FD_HEAD_GPB groups of HEAD_ROWS a block with W_{L-1} staged in shared
-        // memory when it fits (every block of the phase reads all of it), and the next step's batch
-        // into the other buffer
+        // ---- H: the head's rows, FD_HEAD_ROWS a job, and the next step's batch into the other buffer
         {
             FD_STAMP(0);
-            const int IN = a.sizes[L - 1];
-            const int groups = CEIL_DIV(bs, HEAD_ROWS), hblocks = CEIL_DIV(groups, FD_HEAD_GPB);
-            const int gathers = i + 1 < a.n ? CEIL_DIV(next_bs, FD_GATHER_ROWS) : 0;
-            for (int j = blockIdx.x; j < hblocks + gathers; j += G) {
-                if (j < hblocks) {
-                    const float *W = a.params + a.w_off[L - 1], *bias = a.params + a.b_off[L - 1];
-                    if (C * IN <= FD_SMEM_FLOATS) {
-                        for (int t = threadIdx.x; t < C * IN / 4; t += FD_THREADS)
-                            reinterpret_cast<float4 *>(fdsm)[t] = reinterpret_cast<const float4 *>(W)[t];
-                        __syncthreads();
-                        W = fdsm;
-                    }
-                    for (int g = j * FD_HEAD_GPB; g < min(groups, (j + 1) * FD_HEAD_GPB); g++) {
-                        if (C <= 16)
-                            head_rows<16>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
-                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
-                        else
-                            head_rows<32>(g * HEAD_ROWS, a.acts[L], a.dacts[L], a.dacts[L - 1], a.losses,
-                                          a.acts[L - 1], W, bias, a.labbuf[p], bs, IN, C, a.act, 1, bs);
-                        __syncthreads();   // (the head's shared arrays again for its next rows, W's copy)
-                    }
-                } else {
-                    fd_gather(a, a.xbuf[1 - p], a.labbuf[1 - p], s + 1, (j - hblocks) * FD_GATHER_ROWS, next_bs, GATHER);
-                }
-            }
+            const int gather_bs = i + 1 < a.n ? next_bs : 0;
+            const int jobs = CEIL_DIV(max(bs, gather_bs), FD_HEAD_ROWS);
+            for (int j = blockIdx.x; j < jobs; j += G)
+                fd_head_job(fdsm, a, j * FD_HEAD_ROWS, bs, a.labbuf[p], a.xbuf[1 - p], a.labbuf[1 - p], s, gather_bs,
+                            GATHER);
             FD_STAMP(1);
             fd_grid_sync<TMA>(grid);
         }
@@ -672,6 +905,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.kind = MF_EPI_DINP;
                     epi.act = a.act;
                     epi.aux = a.acts[l];
+                    if constexpr (TMA) {
+                        if (a.tma_dinp) {
+                            fd_tma_dinp_tile(fdsm, tgd, &tm.dout[l], &tm.wd[l], a.dacts[l], bs, IN, OUT,
+                                             (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi);
+                            continue;
+                        }
+                    }
                     fd_tile<PREC, true, false, FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_WM, FD_FB_WN, FD_FB_ST>(
                         fdsm, a.dacts[l], a.dacts[l + 1], a.params + a.w_off[l], bs, IN, OUT,
                         (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, true);
@@ -751,12 +991,14 @@ static inline const void *fused_deep_kernel_for(int prec, int tma) {
                      : (const void *)fused_deep_kernel<MF_TF32X3, false>;
 }
 
-// whether -x 1's deep fused step takes the TMA forward tiles: on a Hopper build (MF_WGMMA) whose driver
-// makes tensor maps, unless MLP_FUSED_TMA=0 (for comparisons and test_mlp)
+// which of -x 1's deep fused step's tiles take the TMA (FusedPlan.tma): 2, the forward and the dinp
+// tiles, on a Hopper build (MF_WGMMA) whose driver makes tensor maps; else 0, the mma.sync tiles alone.
+// MLP_FUSED_TMA=0 or 1 (the forward tiles alone) for comparisons and test_mlp.
 static inline int fused_deep_tma(int prec) {
 #if defined(MF_WGMMA)
+    if (prec != 1 || mf_tma_encoder() == NULL) return 0;
     const char *env = getenv("MLP_FUSED_TMA");
-    return prec == 1 && mf_tma_encoder() != NULL && !(env && strcmp(env, "0") == 0);
+    return env && strcmp(env, "0") == 0 ? 0 : env && strcmp(env, "1") == 0 ? 1 : 2;
 #else
     (void)prec;
     return 0;
@@ -769,8 +1011,19 @@ static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a) {
     for (int l = 0; l < a->L - 1; l++) {
         if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], FD_TMA_BB);
         mf_tensor_map(&tm->w[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
+        if (l > 0 && a->tma_dinp) {
+            mf_tensor_map(&tm->dout[l], a->dacts[l + 1], a->B, a->sizes[l + 1], FD_FB_BM);
+            mf_tensor_map(&tm->wd[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], 32);
+        }
     }
 }
+
+// floats of FusedDeepArgs.head_part for a model (sizes[0..L]) at batch B
+static inline size_t fused_deep_head_part_floats(const int *sizes, int L, int B) {
+    return (size_t)FD_HEAD_TILES(sizes[L - 1]) * B * sizes[L];
+}
+static_assert(FD_HEAD_ROWS * (FD_MAX_WIDTH + (FD_MAX_WIDTH / FD_FB_BN + 2) * HEAD_MAX_C) + 3 <= FD_SMEM_FLOATS,
+              "fd_head_job's rows of h, logits' shares, z and dz fit in the shared memory");
 
 // whether a model (sizes[0..L]) at batch B and precision prec fits this kernel on the current GPU; the
 // parameters' offsets (w_off, b_off of param_layout) must allow the float4 accesses
@@ -836,6 +1089,7 @@ static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, in
 static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs *a, cudaStream_t stream) {
     FdTmaMaps tm;   // (the launch copies it)
     memset(&tm, 0, sizeof(tm));
+    a->tma_dinp = f->tma >= 2;
     if (f->tma) fd_tma_maps(&tm, a);
     void *args[] = {a, &tm};
     cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec, f->tma), dim3(f->blocks), dim3(FD_THREADS),

@@ -434,7 +434,8 @@ typedef struct {
     int deep;          // 1: the kernel of kernels/fast/fused_deep.cuh (two or more hidden layers), else this file's
     int U, blocks;     // hidden units per block (this file's kernel), blocks (H / U rounded up; deep: one per SM)
     size_t smem;       // dynamic shared memory per block, bytes
-    int tma;           // deep, -x 1: the forward tiles on the TMA and wgmma (kernels/fast/fused_deep.cuh)
+    int tma;           // deep, -x 1: 2 the forward and dinp tiles on the TMA, 1 the forward alone, 0 neither
+                       // (kernels/fast/fused_deep.cuh, fused_deep_tma)
     char why[160];     // ok == 0: why not, in words
 } FusedPlan;
 
