@@ -17,7 +17,8 @@ or BF16); elsewhere the graphs' kernels, which split K to fill the GPU and overl
 products on three streams, are faster (dev/NOTES.md has the measurements).
 
 What a phase is: a list of jobs (tiles of a matrix product, pairs of rows of the head with the
-next batch's, column sums), job j done by block j mod (blocks), in order. A tile is the
+next batch's, column sums), job j done by block j mod (blocks), in order (but a phase's column jobs
+on the blocks its tiles leave free, where they do). A tile is the
 mma.sync kernel's own block tile (mf_mma_sums, kernels/fast/mma_tf32.cuh: the same sums, fragment
 for fragment, as -f 1's kernels in that precision); its epilogue goes through shared memory, four
 outputs a thread at a time (the bias and activation, act': epilogue.cuh's mf_epi_load and
@@ -550,29 +551,33 @@ __device__ __forceinline__ void fd_tma_dinp_tile(float *smem, unsigned &g, const
     for (int j = 0; j < 4; j++)
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
-    for (int t = wg; t < nt; t += 2) {
+    // (both warpgroups go round the loop as often, nt rounded up to even, so that each passes its named
+    // barrier as often whatever nt: with one k-tile, warpgroup 1 goes round once with nothing to do)
+    for (int t = wg; t < (nt + 1) / 2 * 2; t += 2) {
         const unsigned G = g + t, s = G % FD_TMA_ST;
-        mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
-        const float *As = reinterpret_cast<const float *>(stages + s * FD_TMA_STAGE), *Bs = As + 1024;
+        if (t < nt) {
+            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
+            const float *As = reinterpret_cast<const float *>(stages + s * FD_TMA_STAGE), *Bs = As + 1024;
 #pragma unroll
-        for (int kk = 0; kk < 32; kk += 8) {
-            // A's fragment: ldmatrix rows wm + 0..15, k kk .. kk + 7 (16-byte chunk c of row r is at chunk
-            // c ^ (r % 8): the swizzle); W's: (k, n) of box n / 32 at row k, chunk (n % 32) / 4 ^ (k % 8)
-            uint32_t af[4], bf[4][2];
-            const int r = wm + (lane & 7) + ((lane >> 3) & 1) * 8, ch = kk / 4 + (lane >> 4);
-            mf_ldsm_x4(af, As + r * 32 + ((ch ^ (r & 7)) * 4));
+            for (int kk = 0; kk < 32; kk += 8) {
+                // A's fragment: ldmatrix rows wm + 0..15, k kk .. kk + 7 (16-byte chunk c of row r is at chunk
+                // c ^ (r % 8): the swizzle); W's: (k, n) of box n / 32 at row k, chunk (n % 32) / 4 ^ (k % 8)
+                uint32_t af[4], bf[4][2];
+                const int r = wm + (lane & 7) + ((lane >> 3) & 1) * 8, ch = kk / 4 + (lane >> 4);
+                mf_ldsm_x4(af, As + r * 32 + ((ch ^ (r & 7)) * 4));
 #pragma unroll
-            for (int e = 0; e < 4; e++) af[e] = mf_to_tf32(__uint_as_float(af[e]));
+                for (int e = 0; e < 4; e++) af[e] = mf_to_tf32(__uint_as_float(af[e]));
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int n = wn + j * 8 + gq, c = n % 32;
-                const float *b = Bs + (n / 32) * 1024 + (c & 3);
-                const int k0 = kk + q, k1 = kk + q + 4;
-                bf[j][0] = mf_to_tf32(b[k0 * 32 + (((c >> 2) ^ (k0 & 7)) << 2)]);
-                bf[j][1] = mf_to_tf32(b[k1 * 32 + (((c >> 2) ^ (k1 & 7)) << 2)]);
+                for (int j = 0; j < 4; j++) {
+                    const int n = wn + j * 8 + gq, c = n % 32;
+                    const float *b = Bs + (n / 32) * 1024 + (c & 3);
+                    const int k0 = kk + q, k1 = kk + q + 4;
+                    bf[j][0] = mf_to_tf32(b[k0 * 32 + (((c >> 2) ^ (k0 & 7)) << 2)]);
+                    bf[j][1] = mf_to_tf32(b[k1 * 32 + (((c >> 2) ^ (k1 & 7)) << 2)]);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; j++) mf_mma_tf32(acc[j], af, bf[j]);
             }
-#pragma unroll
-            for (int j = 0; j < 4; j++) mf_mma_tf32(acc[j], af, bf[j]);
         }
         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");   // the warpgroup is past this stage
         if (tid % 128 == 0 && t + FD_TMA_ST < nt) {
@@ -896,8 +901,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                 n_cols = CEIL_DIV(a.sizes[L - 1], FD_COLS) + 1;   // the head layer's weights, its bias and the loss
                 for (int ll = 0; ll < L - 1; ll++) n_cols += CEIL_DIV(a.sizes[ll + 1], FD_COLS);
             }
-            const int jobs = n_dinp + n_w1 + n_w0 + n_cols;
-            for (int j = blockIdx.x; j < jobs; j += G) {
+            // Who takes which job: round robin over the blocks, job j on block j mod G; but where the
+            // tiles are fewer than the blocks (D_0 of the wide model: 120 tiles on 132 SMs) and column
+            // jobs follow, the column jobs go round robin over the blocks without a tile only, so that no
+            // block runs a column job after its tile (that block's tile plus a column job was the phase)
+            const int tiles = n_dinp + n_w1 + n_w0, jobs = tiles + n_cols;
+            const bool apart = n_cols > 0 && tiles < G;
+            const int stride = apart ? (blockIdx.x < tiles ? jobs : G - tiles) : G;
+            for (int j = blockIdx.x; j < jobs; j += stride) {
                 int k = j;
                 if (k < n_dinp) {   // dacts[l] = (dacts[l + 1] · W_l) ⊙ act'(acts[l])
                     MatmulFastEpi epi;
