@@ -601,9 +601,13 @@ static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, 
 // kernels/fast/fused_deep.cuh: 0 none, the mma.sync tiles; 1 the forward tiles alone), against the CPU: on
 // a Hopper build the default takes the forward and dinp tiles there, so this keeps the others checked too
 static void gpu_vs_cpu_fused_tma(int level, const int *sizes, int L, int act, int B, int last_bs) {
+    const int full = fused_deep_tma(PREC_TF32);   // the default: 2 on a Hopper build whose driver makes tensor maps, else 0
     setenv("MLP_FUSED_TMA", level == 0 ? "0" : "1", 1);
     printf("\n(MLP_FUSED_TMA=%d: %s)", level, level == 0 ? "the mma.sync tiles" : "the TMA forward tiles alone");
-    gpu_vs_cpu(FUSED, PREC_TF32, sizes, L, act, B, last_bs);
+    const FusedPlan f = fast::fused_plan(sizes, L, B, PREC_TF32, 1);
+    if (check(f.ok && f.tma == (full ? level : 0), "MLP_FUSED_TMA=%d: the deep fused step's plan takes level %d "
+              "(the default here: %d)", level, f.tma, full))
+        gpu_vs_cpu(FUSED, PREC_TF32, sizes, L, act, B, last_bs);
     unsetenv("MLP_FUSED_TMA");
 }
 

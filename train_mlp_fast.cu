@@ -254,9 +254,11 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     for (int l = 0; l <= L; l++) {
         size_t bytes = (size_t)max_batch * sizes[l] * sizeof(float);
         m->acts[l] = (float *)cudaMallocCheck(bytes, "the activations");
-        cudaCheck(cudaMemset(m->acts[l], 0, bytes));   // (the deep fused step's TMA tiles read whole boxes of
-                                                       // rows, past a short batch's last: values, never used)
         m->dacts[l] = (float *)cudaMallocCheck(bytes, "the activation gradients");
+        // (the deep fused step's TMA tiles read whole boxes of rows of both, past a short batch's last:
+        // values that reach no output, but read, so written once here)
+        cudaCheck(cudaMemset(m->acts[l], 0, bytes));
+        cudaCheck(cudaMemset(m->dacts[l], 0, bytes));
         if (l < L) {
             size_t s = matmul_fast_scratch_floats(max_batch, sizes[l], sizes[l + 1]);
             scratch = s > scratch ? s : scratch;
