@@ -141,6 +141,8 @@ typedef struct {
     int num_graphs;
     FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
     float *head_part;                     // the deep fused step's shares of the logits (FusedDeepArgs), or NULL
+    float *fused_dr;                      // and -x 1's TF32 copies of the hidden gradients its dinp tiles read
+                                          // (FusedDeepArgs.dacts_r, layers 2 .. L - 1 one after another), or NULL
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
 } Model;
 
@@ -316,6 +318,7 @@ static void model_free(Model *m) {
     }
     cudaCheck(cudaFree(m->scratch));  // (cudaFree(NULL) does nothing)
     cudaCheck(cudaFree(m->head_part));
+    cudaCheck(cudaFree(m->fused_dr));
     cudaCheck(cudaFree(m->losses));
     cudaCheck(cudaFree(m->perm));
     cudaCheck(cudaFree(m->step));
@@ -700,6 +703,12 @@ static int model_use_fused(Model *m, int any) {
         m->head_part = (float *)cudaMallocCheck(
             fused_deep_head_part_floats(m->sizes, m->L, m->B) * sizeof(float),
             "the head's shares of the logits");
+    if (m->fused.ok && m->fused.deep && m->fused.tma >= 2 && !m->fused_dr) {
+        size_t floats = 0;
+        for (int l = 2; l < m->L; l++) floats += (size_t)m->B * m->sizes[l];
+        m->fused_dr = (float *)cudaMallocCheck(floats * sizeof(float), "the TF32 copies of the hidden gradients");
+        cudaCheck(cudaMemset(m->fused_dr, 0, floats * sizeof(float)));   // (read past a short batch, as dacts)
+    }
     return m->fused.ok;
 }
 
@@ -717,6 +726,8 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     memcpy(a.b_off, m->b_off, sizeof(a.b_off));
     memcpy(a.acts, m->acts, sizeof(a.acts));
     memcpy(a.dacts, m->dacts, sizeof(a.dacts));
+    if (m->fused_dr && m->fused.tma >= 2)
+        for (size_t l = 2, off = 0; l < (size_t)m->L; off += (size_t)m->B * m->sizes[l], l++) a.dacts_r[l] = m->fused_dr + off;
     memcpy(a.sizes, m->sizes, sizeof(a.sizes));
     for (int p = 0; p < 2; p++) {
         a.xbuf[p] = m->batches[p];

@@ -91,10 +91,10 @@ int main(int argc, char **argv) {
         const double ms = timed_run();
         if (rep > 0) per_step.push_back(1e3 * ms / steps);
     }
-    printf("%s, model %s (B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block\n", prop.name,
+    printf("%s, model %s (B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block, TMA level %d\n", prop.name,
            argc > 1 ? argv[1] : "784,128,10", B, prec, m.fused.blocks,
            m.fused.deep ? " (kernels/fast/fused_deep.cuh)" : m.fused.U > 1 ? " of several units" : " of one unit",
-           m.fused.smem);
+           m.fused.smem, m.fused.tma);
     printf("a step: %.2f us (median of 5 launches of %d steps)\n", median(per_step), steps);
     int khz;
     cudaCheck(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));

@@ -46,8 +46,9 @@ graph path's tuned shapes, and gathers the batch as its pixel bytes, which x's t
 byte / 255 with a TF32 product fewer (MF_FP32_PIXELS); -x 1 (TF32) rounds every operand as it
 enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and
 keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products (on a Hopper
-build the forward tiles read the stored activations and the FP32 weights through the TMA instead,
-and round W's tiles in shared memory: fd_tma_tile below); -x 2 (BF16) rounds the operands to BF16
+build the forward and dinp tiles read the stored activations or a rounded copy of the gradients,
+and the FP32 weights, through the TMA instead, and round W as it goes into registers: fd_tma_tile
+below); -x 2 (BF16) rounds the operands to BF16
 (MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
 
 Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
@@ -58,7 +59,6 @@ block per SM resident at once (a cooperative launch).
 #ifndef MLP_FAST_FUSED_DEEP_CUH
 #define MLP_FAST_FUSED_DEEP_CUH
 
-#include <cooperative_groups.h>
 #include <stdint.h>
 
 #include "../../common/mlp.h"     // MAX_LAYERS
@@ -150,6 +150,8 @@ typedef struct {
     size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *acts[MAX_LAYERS + 1];           // the trainer's activations (acts[0] unused: the batch is xbuf[])
     float *dacts[MAX_LAYERS + 1];          // and their gradients
+    float *dacts_r[MAX_LAYERS + 1];        // -x 1 with the dinp tiles on the TMA: dacts[l] rounded to TF32, for
+                                           // l = 2 .. L - 1 (what those tiles read), else NULL
     float *xbuf[2];                        // the two batch buffers: step i of the run reads xbuf[i % 2]
     int *labbuf[2];                        // and its labels
     float *losses;                         // (B) per row
@@ -167,23 +169,23 @@ typedef struct {
                                            // and phase its start and the end of its jobs (fd_prof_points)
 } FusedDeepArgs;
 
-// -x 1's forward tiles on the TMA and wgmma (fd_tma_tile, on a Hopper build whose driver makes tensor
-// maps): the same tiles as the mma.sync ones (FD_FB_BM rows of the batch x FD_FB_BN outputs), so that
-// the phases' jobs and fused_deep_faster's count are the same
+// -x 1's forward and dinp tiles on the TMA and wgmma (fd_tma_tile, on a Hopper build whose driver makes
+// tensor maps): the same tiles as the mma.sync ones (FD_FB_BM rows of the batch x FD_FB_BN columns), so
+// that the phases' jobs and fused_deep_faster's count are the same
 #define FD_TMA_BB 32        // rows of the batch a tile (wgmma's N)
-#define FD_TMA_BO 64        // outputs a tile (W's rows: wgmma's M)
+#define FD_TMA_BO 64        // columns of the output a tile (wgmma's M)
 #define FD_TMA_ST 6         // pipeline stages of 32 k (128 bytes of a row: the swizzle's width)
-#define FD_TMA_STAGE ((FD_TMA_BO + FD_TMA_BB) * 128)   // bytes of a stage: W's box, then A's
+#define FD_TMA_STAGE ((FD_TMA_BO + FD_TMA_BB) * 128)   // bytes of a stage: W's boxes, then A's
 #define FD_TMA_BYTES (1024 + FD_TMA_ST * FD_TMA_STAGE + FD_TMA_BB * FD_TMA_BO * 4)   // (+ the staged sums)
 static_assert(FD_TMA_BB == FD_FB_BM && FD_TMA_BO == FD_FB_BN, "the TMA tiles are the forward tiles' shape");
 static_assert(FD_TMA_BYTES <= 4 * FD_HEAD_W_OFF, "the TMA tiles' stages fit in the kernel's shared memory, before "
                                                 "W_{L-1}'s columns (fd_head_w_load)");
 
 // the tensor maps of the TMA tiles' operands (fd_tma_maps), as the trainer keeps them (row-major): for
-// fd_tma_tile the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the FP32
-// weights (w[l], boxes of FD_TMA_BO rows); for fd_tma_dinp_tile the hidden layers' gradients (dout[l]:
-// dacts[l + 1], l >= 1) and the weights again in boxes of 32 rows (wd[l]); a kernel parameter
-// (__grid_constant__), where the TMA reads them
+// the forward tiles the two batch buffers, the hidden activations (act[l]: acts[l], l >= 1) and the
+// FP32 weights (w[l], boxes of FD_TMA_BO rows); for the dinp tiles the TF32 copies of the hidden
+// layers' gradients (dout[l]: dacts_r[l + 1], l >= 1) and the weights again in boxes of 32 rows
+// (wd[l]); a kernel parameter (__grid_constant__), where the TMA reads them
 typedef struct {
     CUtensorMap x[2], act[MAX_LAYERS], w[MAX_LAYERS], dout[MAX_LAYERS], wd[MAX_LAYERS];
 } FdTmaMaps;
@@ -318,7 +320,8 @@ __device__ __forceinline__ void fd_head_part(const FdHeadPart &hp, const float *
 // its share of the logits (fd_head_part, with W's columns at ws: fd_head_w_load).
 template <int BM, int BN>
 __device__ __forceinline__ void fd_epi_tile(float4 *red, float *C, int M, int N, int m0, int n0,
-                                            const MatmulFastEpi &epi, const FdHeadPart &hp, const float *ws) {
+                                            const MatmulFastEpi &epi, const FdHeadPart &hp, const float *ws,
+                                            float *Cr = nullptr) {
 #pragma unroll 2
     for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
         const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
@@ -335,6 +338,7 @@ __device__ __forceinline__ void fd_epi_tile(float4 *red, float *C, int M, int N,
         for (int j = 0; j < 4; j++) o[j] = mf_epi_apply(o[j], in[j], m, n + j, N, epi);
         const float4 out = make_float4(o[0], o[1], o[2], o[3]);
         *reinterpret_cast<float4 *>(&C[(size_t)m * N + n]) = out;
+        if (Cr) *reinterpret_cast<float4 *>(&Cr[(size_t)m * N + n]) = mf_round_tf32(out);
         if (hp.part) red[e4] = out;
     }
     if (hp.part) {
@@ -380,13 +384,10 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
 }
 
 #if defined(MF_WGMMA)
-// fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), empty[s] (the
-// products' arrival once they are done with the stage), then rounded[s] (a rounder warp's arrival once
-// W's box is TF32); outside the dynamic shared memory, which the other jobs use for their own arrays
-#define FD_TMA_ROUNDERS 96  // threads 160-255 (warps 5-7): they round W's box of each stage to TF32
-static __shared__ unsigned long long fd_tma_bar[4 * FD_TMA_ST];   // (then fd_tma_dinp_tile's full[s])
-static_assert(FD_THREADS - FD_TMA_ROUNDERS >= 160 && FD_TMA_ROUNDERS % 32 == 0 && FD_TMA_ST % (FD_TMA_ROUNDERS / 32) == 0,
-              "the rounders are whole warps after the copier's (warp 4), each always on the same stages");
+// fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), then empty[s] (the
+// products' arrival once they are done with the stage); outside the dynamic shared memory, which the
+// other jobs use for their own arrays
+static __shared__ unsigned long long fd_tma_bar[2 * FD_TMA_ST];
 #endif
 
 // fd_tma_tile's barriers initialised, once a launch, by thread 0, before the first grid barrier
@@ -397,48 +398,81 @@ __device__ __forceinline__ void fd_tma_init() {
         for (int s = 0; s < FD_TMA_ST; s++) {
             mf_mbar_init(bars + 8 * s, 1);
             mf_mbar_init(bars + 8 * (FD_TMA_ST + s), 1);
-            mf_mbar_init(bars + 8 * (2 * FD_TMA_ST + s), 1);
-            mf_mbar_init(bars + 8 * (3 * FD_TMA_ST + s), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
 #endif
 }
 
-// A grid-wide barrier. TMA: this thread's stores before it (activations, the batch, W's SGD step) are
-// read after it by other blocks' TMA, through the async proxy: the proxy fence orders them first.
+// the grid barrier's arrivals since the launch began (fused_deep_steps zeroes it before each launch, in
+// its stream: one launch of this kernel at a time on a device, as the trainer's one stream runs them)
+__device__ unsigned fd_sync_count;
+
+// A grid-wide barrier: every block's thread 0 adds its arrival (release at the GPU's scope: the block's
+// stores before it, which the __syncthreads orders before the arrival, are seen by whoever sees the
+// arrival) and waits until the count reaches this barrier's, target: gridDim.x more than the barrier
+// before (acquire: every block's stores before it are seen after it). One atomic and a poll of one
+// word, where cooperative_groups' grid.sync also fences the whole GPU before and after.
+// TMA: this thread's stores before it (activations, the batch, W's SGD step) are read after it by
+// other blocks' TMA, through the async proxy: the proxy fence orders them first.
 template <bool TMA>
-__device__ __forceinline__ void fd_grid_sync(cooperative_groups::grid_group &grid) {
+__device__ __forceinline__ void fd_grid_sync(unsigned &target) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     if constexpr (TMA) mf_fence_proxy_async_global();
 #endif
-    grid.sync();
+    __syncthreads();
+    target += gridDim.x;
+    if (threadIdx.x == 0) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(&fd_sync_count) : "memory");
+        unsigned v;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(&fd_sync_count) : "memory");
+        } while (v < target);
+    }
+    __syncthreads();
 }
 
-// One forward tile of -x 1 on the TMA and wgmma: C (M, N) = epi(A · Wᵀ) at rows m0 .. m0 + 31 of the
-// batch and outputs n0 .. n0 + 63, all of K; A (M, K) TF32 values (the batch and the hidden
-// activations are stored rounded) and W (N, K) the FP32 weights, rounded in shared memory, through the
-// tensor maps tmA and tmW (boxes of 32 k x 32 and x 64 rows, 128-byte swizzle, zeros outside the matrix).
-// Why: the mma.sync tiles (fd_tile) read their operands through cp.async into padded tiles, and the
-// wide model's forward phases are bound by those reads; the TMA brings the same boxes with no thread's
-// help, in the layout wgmma reads, and the phase takes about half as long (dev/cuda/phase_tma.cu and
-// the measurements in dev/NOTES.md).
+// a float from shared memory at shared-window address sa
+__device__ __forceinline__ float mf_lds_f32(unsigned sa) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(sa) : "memory");
+    return v;
+}
+
+// One forward or dinp tile of -x 1 on the TMA and wgmma, C (M, N) = epi(A · Wᵀ) (forward: W (N, K) as
+// the trainer keeps it) or epi(A · W) (DINP: W (K, N)), at rows m0 .. m0 + 31 of the batch and columns
+// n0 .. n0 + 63, all of K. A (M, K) holds TF32 values: the batch and the hidden activations are stored
+// rounded, and so is the copy of each hidden layer's gradient that the dinp tiles read (dacts_r); W
+// holds the FP32 weights, rounded as they enter the products. Operands through the tensor maps tmA
+// (boxes of 32 k x 32 rows) and tmW (forward: 32 k x 64 rows; DINP: 32 k rows x 32 columns, two a
+// stage), 128-byte swizzle, zeros outside the matrix.
+// Why: the mma.sync tiles (fd_tile) read their operands through cp.async and are bound by those reads;
+// the TMA brings the same boxes with no thread's help (dev/cuda/phase_tma.cu, dev/NOTES.md). wgmma
+// reads A's box from shared memory as it lies (K-major), and W's products from registers: there
+// wgmma takes any layout (the dinp's W is N-major, which wgmma cannot read from shared memory in TF32)
+// and the values rounded to TF32 first (wgmma itself would truncate FP32 ones), so W needs no TF32
+// copy for the TMA to read (7.4 MB of stores a step in the wide model) and no pass over the stage to
+// round it (dev/NOTES.md has both).
 // Who does what: thread 128 (warp 4) is the copier: for each k-tile it waits until its stage is free,
-// arms the stage's full barrier with its bytes and asks the TMA for W's and A's boxes. Warps 5-7 are
-// the rounders, each on every third k-tile (three stages rounded at once): once a stage's bytes have
-// landed the warp rounds W's box to TF32 in place (round_tf32, as the CPU and the other tiles round W;
-// wgmma itself would truncate), so that the SGD steps need not store a TF32 copy of W every step for
-// the TMA to read (7.4 MB a step in the wide model). Warpgroup 0 (threads 0-127) runs the products on the
-// rounded stage as Wᵀ's tile times A's, wgmma.m64n32k8 (the outputs are wgmma's M, the rows of the
-// batch its N), and frees each stage once wgmma.wait_group says the products that read it are done.
-// Then the sums go through shared memory (transposed to rows of the batch) to fd_epi_tile, by all the
-// block's threads. g counts the k-tiles this block has taken through the stages since the launch:
-// k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each wait names; the
-// copier, the rounders and the products keep the same count.
+// arms the stage's full barrier with its bytes and asks the TMA for the boxes. Warpgroup 0 (threads
+// 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64n32k8 (the tile's columns are wgmma's M,
+// the rows of the batch its N): for each k-tile, once the stage has landed, each warp loads its 16
+// columns x 32 k of W (ldmatrix from the forward's K-major box, single floats from the dinp's N-major
+// ones), rounds them (round_tf32's rounding) and hands them to wgmma with A's box; it frees each
+// stage once wgmma.wait_group says the products that read it are done. Then the sums go through
+// shared memory (transposed to rows of the batch) to fd_epi_tile, by all the block's threads (the dinp
+// epilogue also stores Cr, its output rounded, where the next dinp reads it). g counts the k-tiles this
+// block has taken through the stages since the launch: k-tile g uses stage g % ST in that barrier's
+// (g / ST)-th phase, whose parity each wait names; the copier and the products keep the same count.
+// A stage (from the 1024-aligned base): W's 64 columns x 32 k (forward: one box of 64 rows; DINP: two
+// boxes of 32 k rows x 32 columns), then A's box; the sums after the stages.
+template <bool DINP>
 __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmW,
-                                            float *C, int M, int N, int K, int m0, int n0, const MatmulFastEpi &epi,
-                                            const FdHeadPart &hp) {
+                                            float *C, float *Cr, int M, int N, int K, int m0, int n0,
+                                            const MatmulFastEpi &epi, const FdHeadPart &hp) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
+    static_assert(FD_TMA_STAGE == 3 * 4096 && FD_TMA_BB == 32 && FD_TMA_BO == 64,
+                  "a stage holds W's 64 columns x 32 k (8192 bytes), then A's 32 rows x 32 k (4096)");
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
     const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
@@ -455,36 +489,54 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
             const unsigned full = bars + 8 * s, sa = sbase + s * FD_TMA_STAGE;
             if (G >= FD_TMA_ST) mf_mbar_wait(bars + 8 * (FD_TMA_ST + s), ((G / FD_TMA_ST) + 1) & 1);   // freed
             mf_mbar_expect_tx(full, FD_TMA_STAGE);
-            mf_tma_load(sa, tmW, t * 32, n0, full);
-            mf_tma_load(sa + FD_TMA_BO * 128, tmA, t * 32, m0, full);
-        }
-    } else if (tid >= FD_THREADS - FD_TMA_ROUNDERS) {
-        const int rw = (tid - (FD_THREADS - FD_TMA_ROUNDERS)) / 32, lane = tid % 32;
-        for (int t = rw; t < nt; t += FD_TMA_ROUNDERS / 32) {   // k-tiles round robin over the rounders' warps
-            const unsigned G = g + t, s = G % FD_TMA_ST;
-            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
-            float4 *w4 = reinterpret_cast<float4 *>(stages + s * FD_TMA_STAGE);
-            float4 v[FD_TMA_BO * 8 / 32];   // W's box: 64 rows of 8 float4s, all loaded before any store
-#pragma unroll
-            for (int e = 0; e < FD_TMA_BO * 8 / 32; e++) v[e] = w4[e * 32 + lane];
-#pragma unroll
-            for (int e = 0; e < FD_TMA_BO * 8 / 32; e++) w4[e * 32 + lane] = mf_round_tf32(v[e]);
-            mf_fence_proxy_async();   // the rounded values visible to wgmma (and ordered before the TMA's next writes)
-            __syncwarp();
-            if (lane == 0) mf_mbar_arrive(bars + 8 * (2 * FD_TMA_ST + s));
+            if constexpr (DINP) {
+                mf_tma_load(sa, tmW, n0, t * 32, full);
+                mf_tma_load(sa + 4096, tmW, n0 + 32, t * 32, full);
+            } else {
+                mf_tma_load(sa, tmW, t * 32, n0, full);
+            }
+            mf_tma_load(sa + 8192, tmA, t * 32, m0, full);
         }
     } else if (tid < 128) {
+        // forward: this lane's row of W's box for ldmatrix (rows 16 w + 0..15 of warp w, the k chunk after
+        // for lanes 16-31). DINP (below, o): where its elements lie, (column c, k) = (n, q), (n + 8, q),
+        // (n, q + 4) and (n + 8, q + 4) of each k step, n = 16 w + gq: in box c / 32 at row k, 16-byte chunk
+        // (c % 32) / 4 ^ (k % 8) (the swizzle). o is the first's address at k step 0; the others' differ
+        // from it in the chunk (n's and n + 8's chunks, (n % 32) / 4 in {0, 1, 4, 5} and that + 2, differ
+        // in bit 1; q's and q + 4's in bit 2) and by 4 rows for q + 4; each k step adds 8 rows, 1024
+        // bytes, and leaves k % 8 as it was (the stage is 1024-byte aligned: the XORs touch the offset alone).
+        const int r = 16 * (tid / 32) + (tid & 7) + ((tid >> 3) & 1) * 8, hi = (tid >> 4) & 1;
         float acc[16];
 #pragma unroll
         for (int i = 0; i < 16; i++) acc[i] = 0.0f;
         for (int t = 0; t < nt; t++) {
             const unsigned G = g + t, s = G % FD_TMA_ST;
-            mf_mbar_wait(bars + 8 * (2 * FD_TMA_ST + s), (G / FD_TMA_ST) & 1);   // W's box landed and rounded
-            const unsigned sw = sbase + s * FD_TMA_STAGE, sx = sw + FD_TMA_BO * 128;
+            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
+            const float *Ws = reinterpret_cast<const float *>(stages + s * FD_TMA_STAGE);
+            const unsigned sw = sbase + s * FD_TMA_STAGE, sx = sw + 8192;
+            uint32_t af[4][4];   // W's fragments of the four k steps, rounded to TF32 (round_tf32)
+            unsigned o = 0;
+            if constexpr (DINP) {   // (made here at each k-tile from tid: kept, it cost the kernel registers it spilled)
+                unsigned u = tid;
+                asm volatile("" : "+r"(u));
+                const unsigned c0 = 16 * (u / 32) + (u % 32) / 4, q = u % 4;
+                o = sw + 4u * ((c0 / 32) * 1024 + q * 32 + ((((c0 % 32) >> 2) ^ q) << 2) + (c0 & 3));
+            }
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                if constexpr (DINP) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        af[ks][e] = mf_to_tf32(mf_lds_f32((o ^ (32u * (e & 1) + 64u * (e >> 1))) + 512u * (e >> 1) + 1024u * ks));
+                } else {
+                    mf_ldsm_x4(af[ks], Ws + r * 32 + (((2 * ks + hi) ^ (r & 7)) * 4));
+#pragma unroll
+                    for (int e = 0; e < 4; e++) af[ks][e] = mf_to_tf32(__uint_as_float(af[ks][e]));
+                }
+            }
             mf_wg_fence();
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++)
-                mf_wgmma_tf32_n32(acc, mf_wgb16_desc(sw + ks * 32, false), mf_wgb16_desc(sx + ks * 32, false));
+            for (int ks = 0; ks < 4; ks++) mf_wgmma_tf32_n32_rs(acc, af[ks], mf_wgb16_desc(sx + ks * 32, false));
             mf_wg_commit();
             mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled
             if (t >= 1 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (G - 1) % FD_TMA_ST));
@@ -496,112 +548,8 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
     g += nt;
     mf_cp_wait<0>();   // (W_{L-1}'s columns: fd_head_w_load)
     __syncthreads();
-    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<float4 *>(out), C, M, N, m0, n0, epi, hp, smem + FD_HEAD_W_OFF);
-    __syncthreads();   // the shared memory is the next job's
-#endif
-}
-
-// One dinp tile of -x 1 on the TMA and mma.sync: C (M, N) = epi(A · B) at rows m0 .. m0 + 31 of the batch
-// and columns n0 .. n0 + 63, all of K; A (M, K) the layer's output gradient, B (K, N) = W_l as the trainer
-// keeps it (row-major, N-contiguous), both FP32 values rounded to TF32 as they enter the fragments (as
-// the mma.sync tiles round them), through the tensor maps tmA (boxes of 32 k x 32 rows) and tmB (32 k
-// rows x 32 columns), 128-byte swizzle, zeros outside the matrix.
-// Why: the mma.sync tiles (fd_tile) read their operands through cp.async and are bound by those reads,
-// as the forward tiles were before the TMA; wgmma cannot take W this way round in TF32 (its TF32
-// operands must be K-major, and a transposed copy of W cost more to keep than it saved: dev/NOTES.md),
-// but mma.sync reads its fragments from shared memory one element at a time in any layout, so the TMA
-// brings W's boxes as they are.
-// Who does what: the two warpgroups take alternate k-tiles (K split in two inside the block: a warp's
-// 16 x 32 outputs are four independent accumulators, where fd_tile's warps have two) through their own
-// half of the stages (k-tile t in stage (g + t) % FD_TMA_ST, an even count), thread 0 of each its
-// copier: it asks for its first stages, then refills each once its warpgroup is past it (a named
-// barrier of the warpgroup's 128 threads). Every thread waits for its stage's bytes on the stage's
-// barrier. Then warpgroup 0's sums plus warpgroup 1's (in that order) through shared memory to
-// fd_epi_tile. g counts the k-tiles this block has taken through these barriers since the launch, as
-// in fd_tma_tile. A stage (from the 1024-aligned base): A's box (32 rows x 128 bytes), then W's two
-// boxes (32 k x 128 bytes each); the sums after the stages.
-__device__ __forceinline__ void fd_tma_dinp_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmB,
-                                                 float *C, int M, int N, int K, int m0, int n0,
-                                                 const MatmulFastEpi &epi) {
-#if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-    static_assert(FD_TMA_ST % 2 == 0 && FD_TMA_STAGE == 3 * 4096 && FD_FB_BM == 32 && FD_FB_BN == 64,
-                  "a stage holds A's box and W's two, each 4096 bytes; each warpgroup has half the stages");
-    const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
-    const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
-    const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar) + 8 * 3 * FD_TMA_ST;
-    const unsigned char *stages = reinterpret_cast<const unsigned char *>(smem) + (sbase - sraw);
-    float *out = reinterpret_cast<float *>(smem) + (sbase - sraw) / 4 + FD_TMA_ST * FD_TMA_STAGE / 4;   // [row][col]
-    const int tid = threadIdx.x, wg = tid / 128, warp = tid % 128 / 32, lane = tid % 32, nt = CEIL_DIV(K, 32);
-    const int wm = (warp / 2) * 16, wn = (warp % 2) * 32, gq = lane / 4, q = lane % 4;
-    auto issue = [&](int t) {   // k-tile t's three boxes into its stage
-        const unsigned s = (g + t) % FD_TMA_ST, full = bars + 8 * s, sa = sbase + s * FD_TMA_STAGE;
-        mf_mbar_expect_tx(full, FD_TMA_STAGE);
-        mf_tma_load(sa, tmA, t * 32, m0, full);
-        mf_tma_load(sa + 4096, tmB, n0, t * 32, full);
-        mf_tma_load(sa + 8192, tmB, n0 + 32, t * 32, full);
-    };
-    mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
-    __syncthreads();          // accesses ordered before the TMA's writes
-    if (tid % 128 == 0) {
-        mf_fence_proxy_async_global();   // (the operands: other blocks' stores before the grid barrier)
-        for (int t = wg; t < min(nt, FD_TMA_ST); t += 2) issue(t);
-    }
-    float acc[4][4];
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc[j][e] = 0.0f;
-    // (both warpgroups go round the loop as often, nt rounded up to even, so that each passes its named
-    // barrier as often whatever nt: with one k-tile, warpgroup 1 goes round once with nothing to do)
-    for (int t = wg; t < (nt + 1) / 2 * 2; t += 2) {
-        const unsigned G = g + t, s = G % FD_TMA_ST;
-        if (t < nt) {
-            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
-            const float *As = reinterpret_cast<const float *>(stages + s * FD_TMA_STAGE), *Bs = As + 1024;
-#pragma unroll
-            for (int kk = 0; kk < 32; kk += 8) {
-                // A's fragment: ldmatrix rows wm + 0..15, k kk .. kk + 7 (16-byte chunk c of row r is at chunk
-                // c ^ (r % 8): the swizzle); W's: (k, n) of box n / 32 at row k, chunk (n % 32) / 4 ^ (k % 8)
-                uint32_t af[4], bf[4][2];
-                const int r = wm + (lane & 7) + ((lane >> 3) & 1) * 8, ch = kk / 4 + (lane >> 4);
-                mf_ldsm_x4(af, As + r * 32 + ((ch ^ (r & 7)) * 4));
-#pragma unroll
-                for (int e = 0; e < 4; e++) af[e] = mf_to_tf32(__uint_as_float(af[e]));
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const int n = wn + j * 8 + gq, c = n % 32;
-                    const float *b = Bs + (n / 32) * 1024 + (c & 3);
-                    const int k0 = kk + q, k1 = kk + q + 4;
-                    bf[j][0] = mf_to_tf32(b[k0 * 32 + (((c >> 2) ^ (k0 & 7)) << 2)]);
-                    bf[j][1] = mf_to_tf32(b[k1 * 32 + (((c >> 2) ^ (k1 & 7)) << 2)]);
-                }
-#pragma unroll
-                for (int j = 0; j < 4; j++) mf_mma_tf32(acc[j], af, bf[j]);
-            }
-        }
-        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");   // the warpgroup is past this stage
-        if (tid % 128 == 0 && t + FD_TMA_ST < nt) {
-            mf_fence_proxy_async();   // (its reads of the stage before the TMA's writes)
-            issue(t + FD_TMA_ST);
-        }
-    }
-    g += nt;
-    // the sums: (g, 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1) of each 16 x 8 tile j
-#pragma unroll
-    for (int pass = 1; pass >= 0; pass--) {
-        if (wg == pass) {
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    float2 *o = reinterpret_cast<float2 *>(&out[(wm + gq + 8 * h) * FD_FB_BN + wn + j * 8 + 2 * q]);
-                    if (pass == 1) *o = make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
-                    else *o = make_float2(acc[j][2 * h] + o->x, acc[j][2 * h + 1] + o->y);
-                }
-        }
-        __syncthreads();
-    }
-    fd_epi_tile<FD_FB_BM, FD_FB_BN>(reinterpret_cast<float4 *>(out), C, M, N, m0, n0, epi, FdHeadPart{}, nullptr);
+    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<float4 *>(out), C, M, N, m0, n0, epi, hp, smem + FD_HEAD_W_OFF,
+                                      Cr);
     __syncthreads();   // the shared memory is the next job's
 #endif
 }
@@ -651,7 +599,7 @@ __device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a,
     if (tid < rows) a.losses[b0 + tid] = softmax_xent_row(dzs + tid * C, zs + tid * C, labels[b0 + tid], C, bs);
     __syncthreads();
     if (tid < rows * C) a.dacts[L][(size_t)b0 * C + tid] = dzs[tid];
-    float *dh = a.dacts[L - 1] + (size_t)b0 * IN;
+    float *dh = a.dacts[L - 1] + (size_t)b0 * IN, *dh_r = a.dacts_r[L - 1] ? a.dacts_r[L - 1] + (size_t)b0 * IN : NULL;
     for (int t = tid; t < rows * IN / 4; t += FD_THREADS) {
         const int r = t / (IN / 4), k = 4 * (t % (IN / 4));
         float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -669,6 +617,7 @@ __device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a,
         sum.z *= activation_grad_from_output(y.z, a.act);
         sum.w *= activation_grad_from_output(y.w, a.act);
         reinterpret_cast<float4 *>(dh)[t] = sum;
+        if (dh_r) reinterpret_cast<float4 *>(dh_r)[t] = mf_round_tf32(sum);
     }
     __syncthreads();   // the shared memory is the next job's
 }
@@ -800,8 +749,7 @@ __device__ __forceinline__ void fd_head_bias_loss(float *smem, const FusedDeepAr
 // in tm; else tm is unused.
 template <int PREC, bool TMA>
 __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a, const __grid_constant__ FdTmaMaps tm) {
-    namespace cg = cooperative_groups;
-    cg::grid_group grid = cg::this_grid();
+    unsigned sync_target = 0;   // fd_grid_sync's count
     extern __shared__ __align__(16) float fdsm[];
     const int G = gridDim.x, L = a.L, B = a.B, C = a.sizes[L];
     constexpr int TF32 = PREC == MF_TF32_ROUND;
@@ -820,7 +768,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
         ph += (end);                                                           \
     }
 
-    unsigned tg = 0, tgd = 0;   // the k-tiles through fd_tma_tile's stages so far, and fd_tma_dinp_tile's
+    unsigned tg = 0;   // the k-tiles through fd_tma_tile's stages so far
     if constexpr (TMA) fd_tma_init();   // (the grid barrier below orders it before the first tile)
 
     // the first step's batch into xbuf[0]
@@ -829,7 +777,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
         for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_HEAD_ROWS); j += G)
             fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_HEAD_ROWS, bs0, GATHER);
     }
-    fd_grid_sync<TMA>(grid);
+    fd_grid_sync<TMA>(sync_target);
 
     for (int i = 0; i < a.n; i++) {
         const int s = s0 + i, p = i % 2, bs = i == a.n - 1 ? a.last_bs : B;
@@ -852,8 +800,8 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
             for (int t = blockIdx.x; t < tiles; t += G) {
                 if constexpr (TMA) {
-                    fd_tma_tile(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], bs, OUT, IN,
-                                (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, hp);
+                    fd_tma_tile<false>(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], nullptr, bs,
+                                       OUT, IN, (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, hp);
                     continue;
                 }
                 if constexpr (PIXELS) {
@@ -869,7 +817,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, true, hp);
             }
             FD_STAMP(1);
-            fd_grid_sync<TMA>(grid);
+            fd_grid_sync<TMA>(sync_target);
         }
 
         // ---- H: the head's rows, FD_HEAD_ROWS a job, and the next step's batch into the other buffer
@@ -881,7 +829,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                 fd_head_job(fdsm, a, j * FD_HEAD_ROWS, bs, a.labbuf[p], a.xbuf[1 - p], a.labbuf[1 - p], s, gather_bs,
                             GATHER);
             FD_STAMP(1);
-            fd_grid_sync<TMA>(grid);
+            fd_grid_sync<TMA>(sync_target);
         }
 
         // ---- D_{L-2} .. D_0: the hidden layers' dinp, each layer's gradients and SGD steps. The
@@ -918,8 +866,8 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.aux = a.acts[l];
                     if constexpr (TMA) {
                         if (a.tma_dinp) {
-                            fd_tma_dinp_tile(fdsm, tgd, &tm.dout[l], &tm.wd[l], a.dacts[l], bs, IN, OUT,
-                                             (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi);
+                            fd_tma_tile<true>(fdsm, tg, &tm.dout[l], &tm.wd[l], a.dacts[l], a.dacts_r[l], bs, IN, OUT,
+                                              (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, FdHeadPart{});
                             continue;
                         }
                     }
@@ -980,7 +928,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                 }
             }
             FD_STAMP(1);
-            if (l > 0 || i + 1 < a.n) fd_grid_sync<TMA>(grid);
+            if (l > 0 || i + 1 < a.n) fd_grid_sync<TMA>(sync_target);
         }
     }
 #undef FD_STAMP
@@ -1023,7 +971,7 @@ static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a) {
         if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], FD_TMA_BB);
         mf_tensor_map(&tm->w[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
         if (l > 0 && a->tma_dinp) {
-            mf_tensor_map(&tm->dout[l], a->dacts[l + 1], a->B, a->sizes[l + 1], FD_FB_BM);
+            mf_tensor_map(&tm->dout[l], a->dacts_r[l + 1], a->B, a->sizes[l + 1], FD_FB_BM);
             mf_tensor_map(&tm->wd[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], 32);
         }
     }
@@ -1103,6 +1051,9 @@ static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs 
     a->tma_dinp = f->tma >= 2;
     if (f->tma) fd_tma_maps(&tm, a);
     void *args[] = {a, &tm};
+    void *count = NULL;   // (the current device's: each has its own)
+    cudaCheck(cudaGetSymbolAddress(&count, fd_sync_count));
+    cudaCheck(cudaMemsetAsync(count, 0, sizeof(unsigned), stream));
     cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec, f->tma), dim3(f->blocks), dim3(FD_THREADS),
                                           args, f->smem, stream));
 }

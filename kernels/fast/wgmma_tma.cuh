@@ -44,6 +44,18 @@ __device__ __forceinline__ void mf_wgmma_tf32_n32(float* d, uint64_t da, uint64_
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                  : "l"(da), "l"(db));
 }
+// the same with A from registers (a[4]: this thread's elements of the warp's 16 rows of A, as mma.sync's
+// m16n8k8 TF32 fragment holds them: (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4), lane 4 g + q), TF32
+// values: where A is not in shared memory as wgmma reads it, or must be rounded first (wgmma would
+// truncate an FP32 value)
+__device__ __forceinline__ void mf_wgmma_tf32_n32_rs(float* d, const uint32_t* a, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
 // the accumulators of mf_wgmma_tf32_n32 (thread: warp w of the warpgroup, lane 4 gq + q; D's rows
 // 16 w + gq (+ 8), columns 8 c + 2 q (+ 1)) into dst transposed: D (r, c) at dst[c * ld + r]
 __device__ __forceinline__ void mf_wg_n32_store_t(float* dst, int ld, const float* acc, int tid) {
