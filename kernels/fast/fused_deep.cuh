@@ -74,6 +74,9 @@ block per SM resident at once (a cooperative launch).
 #include "mma_tf32.cuh"           // mf_mma_sums, mf_mma_stage
 #include "wgmma_tma.cuh"          // mf_wgmma_tf32_n32, mf_tma_load, mf_tensor_map (fd_tma_tile)
 
+#ifndef FD_POLL_NS
+#define FD_POLL_NS 32       // ns the grid barrier's waiting threads sleep between polls of its count
+#endif
 #define FD_THREADS 256      // 8 warps: the tiles' warp layouts below
 #define FD_MAX_B 512        // rows of a batch
 #define FD_MAX_WIDTH 2048   // hidden units of a layer
@@ -427,7 +430,8 @@ __device__ __forceinline__ void fd_grid_sync(unsigned &target) {
         unsigned v;
         do {
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(&fd_sync_count) : "memory");
-        } while (v < target);
+        } while (v < target && (__nanosleep(FD_POLL_NS), true));   // (a pause between polls: fewer loads on
+                                                                  // the word the last arrivals add to)
     }
     __syncthreads();
 }
