@@ -462,8 +462,11 @@ __device__ __forceinline__ float mf_lds_f32(unsigned sa) {
 // 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64n32k8 (the tile's columns are wgmma's M,
 // the rows of the batch its N): for each k-tile, once the stage has landed, each warp loads its 16
 // columns x 32 k of W (ldmatrix from the forward's K-major box, single floats from the dinp's N-major
-// ones), rounds them (round_tf32's rounding) and hands them to wgmma with A's box; it frees each
-// stage once wgmma.wait_group says the products that read it are done. Then the sums go through
+// ones), rounds them (round_tf32's rounding) and hands them to wgmma with A's box; once every warp's
+// wgmma.wait_group says its products that read a stage are done (a named barrier of the four warps:
+// wait_group speaks for its own warp, and with warp 0's word alone compute-sanitizer's memcheck, which
+// slows the warps unevenly, saw the TMA refill a stage another warp was still reading), thread 0 frees
+// the stage. Then the sums go through
 // shared memory (transposed to rows of the batch) to fd_epi_tile, by all the block's threads (the dinp
 // epilogue also stores Cr, its output rounded, where the next dinp reads it). g counts the k-tiles this
 // block has taken through the stages since the launch: k-tile g uses stage g % ST in that barrier's
@@ -543,9 +546,11 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
             for (int ks = 0; ks < 4; ks++) mf_wgmma_tf32_n32_rs(acc, af[ks], mf_wgb16_desc(sx + ks * 32, false));
             mf_wg_commit();
             mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled
+            mf_bar_sync(1, 128);   // every warp's products of k-tile t - 1 are done
             if (t >= 1 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (G - 1) % FD_TMA_ST));
         }
         mf_wg_wait<0>();
+        mf_bar_sync(1, 128);
         if (tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (g + nt - 1) % FD_TMA_ST));
         mf_wg_n32_store_t(out, FD_TMA_BO, acc, tid);
     }
