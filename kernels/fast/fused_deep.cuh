@@ -48,8 +48,8 @@ enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rou
 keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products (on a Hopper
 build the forward and dinp tiles read the stored activations or a rounded copy of the gradients,
 and the FP32 weights, through the TMA instead, and round W as it goes into registers: fd_tma_tile
-below); -x 2 (BF16) rounds the operands to BF16
-(MF_BF16). The head, the losses, the sums over the batch and the SGD steps are FP32 in all three.
+below); -x 2 (BF16) rounds the operands to BF16 (MF_BF16). The head, the losses, the sums over the
+batch and the SGD steps are FP32 in all three.
 
 Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
 tiles' 16-byte copies and the epilogue's float4s), C <= HEAD_MAX_C, B <= FD_MAX_B, hidden widths at
@@ -466,9 +466,9 @@ __device__ __forceinline__ float mf_lds_f32(unsigned sa) {
 // wgmma.wait_group says its products that read a stage are done (a named barrier of the four warps:
 // wait_group speaks for its own warp, and with warp 0's word alone compute-sanitizer's memcheck, which
 // slows the warps unevenly, saw the TMA refill a stage another warp was still reading), thread 0 frees
-// the stage. Then the sums go through
-// shared memory (transposed to rows of the batch) to fd_epi_tile, by all the block's threads (the dinp
-// epilogue also stores Cr, its output rounded, where the next dinp reads it). g counts the k-tiles this
+// the stage. Then the sums go through shared memory (transposed to rows of the batch) to fd_epi_tile,
+// by all the block's threads (the dinp epilogue also stores Cr, its output rounded, where the next
+// dinp reads it). g counts the k-tiles this
 // block has taken through the stages since the launch: k-tile g uses stage g % ST in that barrier's
 // (g / ST)-th phase, whose parity each wait names; the copier and the products keep the same count.
 // A stage (from the 1024-aligned base): W's 64 columns x 32 k (forward: one box of 64 rows; DINP: two
