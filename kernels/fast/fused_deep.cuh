@@ -71,7 +71,7 @@ block per SM resident at once (a cooperative launch).
 #include "fused_step.cuh"         // FusedPlan
 #include "gather_fast.cuh"        // pixel_value
 #include "head.cuh"               // HEAD_MAX_C
-#include "mma_tf32.cuh"           // mf_mma_sums, mf_mma_stage
+#include "mma_tf32.cuh"           // mf_mma_sums, mf_mma_stage, mf_ldsm_x4, mf_lds_f32
 #include "wgmma_tma.cuh"          // mf_wgmma_tf32_n32, mf_tma_load, mf_tensor_map (fd_tma_tile)
 
 #ifndef FD_POLL_NS
@@ -434,13 +434,6 @@ __device__ __forceinline__ void fd_grid_sync(unsigned &target) {
                                                                   // the word the last arrivals add to)
     }
     __syncthreads();
-}
-
-// a float from shared memory at shared-window address sa
-__device__ __forceinline__ float mf_lds_f32(unsigned sa) {
-    float v;
-    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(sa) : "memory");
-    return v;
 }
 
 // One forward or dinp tile of -x 1 on the TMA and wgmma, C (M, N) = epi(A · Wᵀ) (forward: W (N, K) as

@@ -101,6 +101,14 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 
+// a float from shared memory at shared-window address sa (an address the caller computes, where a
+// pointer would cost a 64-bit register pair: kernels/fast/fused_deep.cuh's dinp tiles)
+__device__ __forceinline__ float mf_lds_f32(unsigned sa) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(sa) : "memory");
+    return v;
+}
+
 // The sums of one block tile: acc (the warp's (WM/16) x (WN/8) mma tiles, the fragment layout above)
 // = A . B over k in [kbeg, kend) for the BM x BN tile at (m0, n0), A_KC / B_KC as in the FP32 kernel.
 // PREC: MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul_fast.h). smem:
