@@ -597,18 +597,29 @@ static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, 
     free(h.labels);
 }
 
-// the deep fused step in TF32 with fewer of its tiles on the TMA (MLP_FUSED_TMA=level, fused_deep_tma in
-// kernels/fast/fused_deep.cuh: 0 none, the mma.sync tiles; 1 the forward tiles alone), against the CPU: on
-// a Hopper build the default takes the forward and dinp tiles there, so this keeps the others checked too
-static void gpu_vs_cpu_fused_tma(int level, const int *sizes, int L, int act, int B, int last_bs) {
-    const int full = fused_deep_tma(PREC_TF32);   // the default: 2 on a Hopper build whose driver makes tensor maps, else 0
-    setenv("MLP_FUSED_TMA", level == 0 ? "0" : "1", 1);
-    printf("\n(MLP_FUSED_TMA=%d: %s)", level, level == 0 ? "the mma.sync tiles" : "the TMA forward tiles alone");
+// the deep fused step in TF32 with fewer of its tiles on the TMA, or none split (MLP_FUSED_TMA=level,
+// fused_deep_tma in kernels/fast/fused_deep.cuh: 0 none, the mma.sync tiles; 1 the forward tiles alone; 2
+// the forward and dinp tiles without clusters), against the CPU: on a Hopper build the default splits
+// the forward and dinp tiles in K between the blocks of clusters, so this keeps the others checked too
+// blocks > 0: on that many blocks (MLP_FUSED_BLOCKS), where each takes several jobs of a phase
+static void gpu_vs_cpu_fused_tma(int level, int blocks, const int *sizes, int L, int act, int B, int last_bs) {
+    static const char *what[] = {"the mma.sync tiles", "the TMA forward tiles alone", "the TMA tiles, no clusters",
+                                 "the TMA tiles split in K, in clusters"};
+    const int full = fused_deep_tma(PREC_TF32);   // asked for by default: 3 on a Hopper build whose driver makes tensor maps, else 0
+    const char env[2] = {(char)('0' + level), 0};
+    char nb[16];
+    snprintf(nb, sizeof(nb), "%d", blocks);
+    setenv("MLP_FUSED_TMA", env, 1);
+    if (blocks) setenv("MLP_FUSED_BLOCKS", nb, 1);
+    printf("\n(MLP_FUSED_TMA=%d: %s%s%s)", level, what[level], blocks ? ", blocks " : "", blocks ? nb : "");
     const FusedPlan f = fast::fused_plan(sizes, L, B, PREC_TF32, 1);
-    if (check(f.ok && f.tma == (full ? level : 0), "MLP_FUSED_TMA=%d: the deep fused step's plan takes level %d "
-              "(the default here: %d)", level, f.tma, full))
+    // (level 3 falls back to 2 where the GPU cannot hold the clusters)
+    const bool lv = full ? f.tma == level || (level == 3 && f.tma == 2) : f.tma == 0;
+    if (check(f.ok && lv && (!blocks || f.blocks == blocks), "MLP_FUSED_TMA=%d: the deep fused step's plan takes "
+              "level %d (the default here: %d) on %d blocks", level, f.tma, full, f.blocks))
         gpu_vs_cpu(FUSED, PREC_TF32, sizes, L, act, B, last_bs);
     unsetenv("MLP_FUSED_TMA");
+    unsetenv("MLP_FUSED_BLOCKS");
 }
 
 // -x 1 with the hidden layers' products on the K-major TF32 kernel and its copies (model_tf32k), which
@@ -1370,8 +1381,10 @@ static void test_fused_plan(void) {
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     for (int prec = PREC_FP32; prec <= PREC_BF16; prec++) {
         f = fast::fused_plan(wide, 3, 256, prec, 1);
-        check(f.ok && f.deep && f.blocks == sms, "deep fused step: -f 3 runs the wide model at batch 256, -x %d (%d "
-              "blocks on %d SMs)", prec, f.blocks, sms);
+        // (-x 1 on a Hopper build: in clusters of FD_KS, as many as the GPU holds, at least half the SMs)
+        const bool ok = f.tma == 3 ? f.blocks % FD_KS == 0 && 2 * f.blocks >= sms && f.blocks <= sms : f.blocks == sms;
+        check(f.ok && f.deep && ok, "deep fused step: -f 3 runs the wide model at batch 256, -x %d (%d blocks on %d "
+              "SMs, TMA level %d)", prec, f.blocks, sms, f.tma);
     }
     f = fast::fused_plan(four, 4, 100, PREC_FP32, 1);
     check(f.ok && f.deep, "deep fused step: -f 3 runs 64,96,48,52,17 at batch 100");
@@ -1794,10 +1807,15 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FUSED, 0, deep4, 4, ACT_SIGMOID, 100, 37));
     CASE(gpu_vs_cpu(FUSED, 1, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu(FUSED, 1, deep4, 4, ACT_TANH, 100, 37));
-    CASE(gpu_vs_cpu_fused_tma(0, wide, 3, ACT_RELU, 256, 96));
-    CASE(gpu_vs_cpu_fused_tma(0, deep4, 4, ACT_TANH, 100, 37));
-    CASE(gpu_vs_cpu_fused_tma(1, wide, 3, ACT_RELU, 256, 96));
-    CASE(gpu_vs_cpu_fused_tma(1, deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_fused_tma(0, 0, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_fused_tma(0, 0, deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_fused_tma(1, 0, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_fused_tma(1, 0, deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_fused_tma(2, 0, wide, 3, ACT_RELU, 256, 96));
+    CASE(gpu_vs_cpu_fused_tma(2, 0, deep4, 4, ACT_TANH, 100, 37));
+    // on 4 blocks, every block several tiles of a phase, clusters or not
+    CASE(gpu_vs_cpu_fused_tma(3, 4, deep4, 4, ACT_TANH, 100, 37));
+    CASE(gpu_vs_cpu_fused_tma(2, 4, deep4, 4, ACT_TANH, 100, 37));
     CASE(gpu_vs_cpu(FUSED, PREC_BF16, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu(FUSED, PREC_BF16, deep_small, 3, ACT_SIGMOID, 33, 17));
     CASE(test_fused_plan());

@@ -47,14 +47,15 @@ byte / 255 with a TF32 product fewer (MF_FP32_PIXELS); -x 1 (TF32) rounds every 
 enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rounded to TF32 and
 keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products (on a Hopper
 build the forward and dinp tiles read the stored activations or a rounded copy of the gradients,
-and the FP32 weights, through the TMA instead, and round W as it goes into registers: fd_tma_tile
-below); -x 2 (BF16) rounds the operands to BF16 (MF_BF16). The head, the losses, the sums over the
+and the FP32 weights, through the TMA instead, and round W as it goes into registers, each tile
+split in K between the two blocks of a thread-block cluster: fd_tma_tile below); -x 2 (BF16) rounds the operands to BF16 (MF_BF16). The head, the losses, the sums over the
 batch and the SGD steps are FP32 in all three.
 
 Limits (fused_deep_plan): 3 to MAX_LAYERS layers, every width but the classes a multiple of 4 (the
 tiles' 16-byte copies and the epilogue's float4s), C <= HEAD_MAX_C, B <= FD_MAX_B, hidden widths at
 most FD_MAX_WIDTH (wider models and larger batches are the graph path's large tiles' work), and a
-block per SM resident at once (a cooperative launch).
+block per SM resident at once (a cooperative launch; with the split tiles, in clusters of two, as many
+as the GPU holds at once).
 */
 #ifndef MLP_FAST_FUSED_DEEP_CUH
 #define MLP_FAST_FUSED_DEEP_CUH
@@ -178,8 +179,25 @@ typedef struct {
 #define FD_TMA_BB 32        // rows of the batch a tile (wgmma's N)
 #define FD_TMA_BO 64        // columns of the output a tile (wgmma's M)
 #define FD_TMA_ST 6         // pipeline stages of 32 k (128 bytes of a row: the swizzle's width)
-#define FD_TMA_STAGE ((FD_TMA_BO + FD_TMA_BB) * 128)   // bytes of a stage: W's boxes, then A's
-#define FD_TMA_BYTES (1024 + FD_TMA_ST * FD_TMA_STAGE + FD_TMA_BB * FD_TMA_BO * 4)   // (+ the staged sums)
+// FusedPlan.tma 3: the forward and dinp tiles split in K between the FD_KS blocks of a thread-block
+// cluster, each block FD_KS x FD_TMA_BB rows of the batch x FD_TMA_BO columns over a slice of K, the
+// slices' sums added up through distributed shared memory (fd_tma_tile)
+#ifndef FD_KS
+#define FD_KS 2
+#endif
+#ifndef FD_TMA_ST_KS
+#define FD_TMA_ST_KS 5      // their pipeline stages (16 KB each)
+#endif
+#define FD_TMA_ST_MAX fd_max(FD_TMA_ST, FD_TMA_ST_KS)
+// stages and bytes of a stage (W's boxes, then A's) of the tiles that split K KS ways (1: none)
+__host__ __device__ constexpr int fd_tma_st(int KS) { return KS == 1 ? FD_TMA_ST : FD_TMA_ST_KS; }
+__host__ __device__ constexpr int fd_tma_stage(int KS) { return (FD_TMA_BO + KS * FD_TMA_BB) * 128; }
+// bytes of shared memory of either kind: its stages (KS 1: and the staged sums after them; split: the
+// partial sums and the reduced rows in the stages), 1024 to align them
+#define FD_TMA_BYTES                                                                                       \
+    fd_max(1024 + FD_TMA_ST * fd_tma_stage(1) + FD_TMA_BB * FD_TMA_BO * 4, 1024 + FD_TMA_ST_KS * fd_tma_stage(FD_KS))
+static_assert(FD_TMA_ST_KS * fd_tma_stage(FD_KS) >= (FD_KS + 1) * FD_TMA_BB * FD_TMA_BO * 4,
+              "the split tiles' partial sums and reduced rows fit in their stages");
 static_assert(FD_TMA_BB == FD_FB_BM && FD_TMA_BO == FD_FB_BN, "the TMA tiles are the forward tiles' shape");
 static_assert(FD_TMA_BYTES <= 4 * FD_HEAD_W_OFF, "the TMA tiles' stages fit in the kernel's shared memory, before "
                                                 "W_{L-1}'s columns (fd_head_w_load)");
@@ -390,7 +408,7 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
 // fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), then empty[s] (the
 // products' arrival once they are done with the stage); outside the dynamic shared memory, which the
 // other jobs use for their own arrays
-static __shared__ unsigned long long fd_tma_bar[2 * FD_TMA_ST];
+static __shared__ unsigned long long fd_tma_bar[2 * FD_TMA_ST_MAX];
 #endif
 
 // fd_tma_tile's barriers initialised, once a launch, by thread 0, before the first grid barrier
@@ -398,9 +416,9 @@ __device__ __forceinline__ void fd_tma_init() {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     if (threadIdx.x == 0) {
         const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
-        for (int s = 0; s < FD_TMA_ST; s++) {
+        for (int s = 0; s < FD_TMA_ST_MAX; s++) {
             mf_mbar_init(bars + 8 * s, 1);
-            mf_mbar_init(bars + 8 * (FD_TMA_ST + s), 1);
+            mf_mbar_init(bars + 8 * (FD_TMA_ST_MAX + s), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -437,65 +455,78 @@ __device__ __forceinline__ void fd_grid_sync(unsigned &target) {
 }
 
 // One forward or dinp tile of -x 1 on the TMA and wgmma, C (M, N) = epi(A · Wᵀ) (forward: W (N, K) as
-// the trainer keeps it) or epi(A · W) (DINP: W (K, N)), at rows m0 .. m0 + 31 of the batch and columns
-// n0 .. n0 + 63, all of K. A (M, K) holds TF32 values: the batch and the hidden activations are stored
-// rounded, and so is the copy of each hidden layer's gradient that the dinp tiles read (dacts_r); W
-// holds the FP32 weights, rounded as they enter the products. Operands through the tensor maps tmA
-// (boxes of 32 k x 32 rows) and tmW (forward: 32 k x 64 rows; DINP: 32 k rows x 32 columns, two a
-// stage), 128-byte swizzle, zeros outside the matrix.
+// the trainer keeps it) or epi(A · W) (DINP: W (K, N)), at rows m0 .. m0 + R - 1 of the batch (R = 32 KS)
+// and columns n0 .. n0 + 63: all of K (KS 1), or split in K between the KS blocks of this block's
+// thread-block cluster (KS 2: FusedPlan.tma 3), this one, of rank r, taking the r-th of KS slices of
+// the k-tiles and, in the end, rows m0 + 32 r .. m0 + 32 r + 31 of the tile. A (M, K) holds TF32 values:
+// the batch and the hidden activations are stored rounded, and so is the copy of each hidden layer's
+// gradient that the dinp tiles read (dacts_r); W holds the FP32 weights, rounded as they enter the
+// products. Operands through the tensor maps tmA (boxes of 32 k x R rows) and tmW (forward: 32 k x 64
+// rows; DINP: 32 k rows x 32 columns, two a stage), 128-byte swizzle, zeros outside the matrix.
 // Why: the mma.sync tiles (fd_tile) read their operands through cp.async and are bound by those reads;
 // the TMA brings the same boxes with no thread's help (dev/cuda/phase_tma.cu, dev/NOTES.md). wgmma
 // reads A's box from shared memory as it lies (K-major), and W's products from registers: there
 // wgmma takes any layout (the dinp's W is N-major, which wgmma cannot read from shared memory in TF32)
 // and the values rounded to TF32 first (wgmma itself would truncate FP32 ones), so W needs no TF32
 // copy for the TMA to read (7.4 MB of stores a step in the wide model) and no pass over the stage to
-// round it (dev/NOTES.md has both).
+// round it (dev/NOTES.md has both). Why the split: these phases are bound by the bytes the SMs take
+// in from L2, A's rows re-read by every column of tiles and W's by every row; a block with a 64-row
+// tile over half of K takes in a third fewer bytes for the same products as one with a 32-row tile over
+// all of it, and the two halves' sums meet through distributed shared memory, 8 KB a block.
 // Who does what: thread 128 (warp 4) is the copier: for each k-tile it waits until its stage is free,
 // arms the stage's full barrier with its bytes and asks the TMA for the boxes. Warpgroup 0 (threads
-// 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64n32k8 (the tile's columns are wgmma's M,
+// 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64nRk8 (the tile's columns are wgmma's M,
 // the rows of the batch its N): for each k-tile, once the stage has landed, each warp loads its 16
 // columns x 32 k of W (ldmatrix from the forward's K-major box, single floats from the dinp's N-major
 // ones), rounds them (round_tf32's rounding) and hands them to wgmma with A's box; once every warp's
 // wgmma.wait_group says its products that read a stage are done (a named barrier of the four warps:
 // wait_group speaks for its own warp, and with warp 0's word alone compute-sanitizer's memcheck, which
 // slows the warps unevenly, saw the TMA refill a stage another warp was still reading), thread 0 frees
-// the stage. Then the sums go through shared memory (transposed to rows of the batch) to fd_epi_tile,
-// by all the block's threads (the dinp epilogue also stores Cr, its output rounded, where the next
-// dinp reads it). g counts the k-tiles this
-// block has taken through the stages since the launch: k-tile g uses stage g % ST in that barrier's
-// (g / ST)-th phase, whose parity each wait names; the copier and the products keep the same count.
+// the stage. Then the sums go through shared memory (transposed to rows of the batch; split: the
+// partial sums of all R rows over the stages, a cluster barrier, then this block's 32 rows added up
+// from every block of the cluster in the order of the ranks, the same bits on every run) to
+// fd_epi_tile, by all the block's threads (the dinp epilogue also stores Cr, its output rounded, where
+// the next dinp reads it). g counts the k-tiles this block has taken through the stages since the
+// launch: k-tile g uses stage g % ST in that barrier's (g / ST)-th phase, whose parity each wait
+// names; the copier and the products keep the same count.
 // A stage (from the 1024-aligned base): W's 64 columns x 32 k (forward: one box of 64 rows; DINP: two
-// boxes of 32 k rows x 32 columns), then A's box; the sums after the stages.
-template <bool DINP>
+// boxes of 32 k rows x 32 columns), then A's box; the sums after the stages (split: in them).
+template <bool DINP, int KS>
 __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUtensorMap *tmA, const CUtensorMap *tmW,
                                             float *C, float *Cr, int M, int N, int K, int m0, int n0,
                                             const MatmulFastEpi &epi, const FdHeadPart &hp) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-    static_assert(FD_TMA_STAGE == 3 * 4096 && FD_TMA_BB == 32 && FD_TMA_BO == 64,
-                  "a stage holds W's 64 columns x 32 k (8192 bytes), then A's 32 rows x 32 k (4096)");
+    constexpr int ST = fd_tma_st(KS), STAGE = fd_tma_stage(KS), R = KS * FD_TMA_BB;   // R: rows of A's box
+    static_assert(FD_TMA_BB == 32 && FD_TMA_BO == 64 && (KS == 1 || KS == 2 || KS == 4),
+                  "a stage holds W's 64 columns x 32 k (8192 bytes), then A's 32, 64 or 128 rows x 32 k");
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
     const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
     unsigned char *stages = reinterpret_cast<unsigned char *>(smem) + (sbase - sraw);
-    float *out = reinterpret_cast<float *>(stages + FD_TMA_ST * FD_TMA_STAGE);   // [row of the batch][output]
-    const int tid = threadIdx.x, nt = CEIL_DIV(K, 32);
+    // the sums, [row of the batch][output]: KS 1, after the stages; split, this block's partial sums of
+    // all R rows over the stages (free once the products are done), its reduced 32 rows after them
+    float *out = reinterpret_cast<float *>(stages + (KS == 1 ? ST * STAGE : R * FD_TMA_BO * 4));
+    float *part = KS == 1 ? out : reinterpret_cast<float *>(stages);
+    const unsigned rank = KS == 1 ? 0 : mf_cluster_rank();
+    const int tid = threadIdx.x, ntk = CEIL_DIV(K, 32), t0 = (int)rank * ntk / KS;
+    const int nt = ((int)rank + 1) * ntk / KS - t0;   // this block's k-tiles: t0 .. t0 + nt - 1 (nt may be 0)
     if (hp.part) fd_head_w_load<FD_TMA_BO>(hp, smem + FD_HEAD_W_OFF, N, n0);   // (waited for before the epilogue)
     mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
     __syncthreads();          // accesses ordered before the TMA's writes
     if (tid == 128) {
         mf_fence_proxy_async_global();   // (the operands: other blocks' stores before the grid barrier)
         for (int t = 0; t < nt; t++) {
-            const unsigned G = g + t, s = G % FD_TMA_ST;
-            const unsigned full = bars + 8 * s, sa = sbase + s * FD_TMA_STAGE;
-            if (G >= FD_TMA_ST) mf_mbar_wait(bars + 8 * (FD_TMA_ST + s), ((G / FD_TMA_ST) + 1) & 1);   // freed
-            mf_mbar_expect_tx(full, FD_TMA_STAGE);
+            const unsigned G = g + t, s = G % ST, k = 32 * (t0 + t);
+            const unsigned full = bars + 8 * s, sa = sbase + s * STAGE;
+            if (G >= ST) mf_mbar_wait(bars + 8 * (FD_TMA_ST_MAX + s), ((G / ST) + 1) & 1);   // freed
+            mf_mbar_expect_tx(full, STAGE);
             if constexpr (DINP) {
-                mf_tma_load(sa, tmW, n0, t * 32, full);
-                mf_tma_load(sa + 4096, tmW, n0 + 32, t * 32, full);
+                mf_tma_load(sa, tmW, n0, k, full);
+                mf_tma_load(sa + 4096, tmW, n0 + 32, k, full);
             } else {
-                mf_tma_load(sa, tmW, t * 32, n0, full);
+                mf_tma_load(sa, tmW, k, n0, full);
             }
-            mf_tma_load(sa + 8192, tmA, t * 32, m0, full);
+            mf_tma_load(sa + 8192, tmA, k, m0, full);
         }
     } else if (tid < 128) {
         // forward: this lane's row of W's box for ldmatrix (rows 16 w + 0..15 of warp w, the k chunk after
@@ -506,14 +537,14 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
         // in bit 1; q's and q + 4's in bit 2) and by 4 rows for q + 4; each k step adds 8 rows, 1024
         // bytes, and leaves k % 8 as it was (the stage is 1024-byte aligned: the XORs touch the offset alone).
         const int r = 16 * (tid / 32) + (tid & 7) + ((tid >> 3) & 1) * 8, hi = (tid >> 4) & 1;
-        float acc[16];
+        float acc[16 * KS];
 #pragma unroll
-        for (int i = 0; i < 16; i++) acc[i] = 0.0f;
+        for (int i = 0; i < 16 * KS; i++) acc[i] = 0.0f;
         for (int t = 0; t < nt; t++) {
-            const unsigned G = g + t, s = G % FD_TMA_ST;
-            mf_mbar_wait(bars + 8 * s, (G / FD_TMA_ST) & 1);   // the stage's bytes have landed
-            const float *Ws = reinterpret_cast<const float *>(stages + s * FD_TMA_STAGE);
-            const unsigned sw = sbase + s * FD_TMA_STAGE, sx = sw + 8192;
+            const unsigned G = g + t, s = G % ST;
+            mf_mbar_wait(bars + 8 * s, (G / ST) & 1);   // the stage's bytes have landed
+            const float *Ws = reinterpret_cast<const float *>(stages + s * STAGE);
+            const unsigned sw = sbase + s * STAGE, sx = sw + 8192;
             uint32_t af[4][4];   // W's fragments of the four k steps, rounded to TF32 (round_tf32)
             unsigned o = 0;
             if constexpr (DINP) {   // (made here at each k-tile from tid: kept, it cost the kernel registers it spilled)
@@ -536,23 +567,57 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
             }
             mf_wg_fence();
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++) mf_wgmma_tf32_n32_rs(acc, af[ks], mf_wgb16_desc(sx + ks * 32, false));
+            for (int ks = 0; ks < 4; ks++) {
+                const uint64_t db = mf_wgb16_desc(sx + ks * 32, false);
+                if constexpr (KS == 1) mf_wgmma_tf32_n32_rs(acc, af[ks], db);
+                else if constexpr (KS == 2) mf_wgmma_tf32_n64_rs(acc, af[ks], db);
+                else mf_wgmma_tf32_n128_rs(acc, af[ks], db);
+            }
             mf_wg_commit();
             mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled
             mf_bar_sync(1, 128);   // every warp's products of k-tile t - 1 are done
-            if (t >= 1 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (G - 1) % FD_TMA_ST));
+            if (t >= 1 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST_MAX + (G - 1) % ST));
         }
         mf_wg_wait<0>();
         mf_bar_sync(1, 128);
-        if (tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST + (g + nt - 1) % FD_TMA_ST));
-        mf_wg_n32_store_t(out, FD_TMA_BO, acc, tid);
+        if (nt > 0 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST_MAX + (g + nt - 1) % ST));
+#pragma unroll
+        for (int j = 0; j < KS; j++) mf_wg_n32_store_t(part + j * FD_TMA_BB * FD_TMA_BO, FD_TMA_BO, acc + 16 * j, tid);
     }
     g += nt;
     mf_cp_wait<0>();   // (W_{L-1}'s columns: fd_head_w_load)
+    if constexpr (KS > 1) {
+        // the tile's KS partial sums, one a block of the cluster: this block adds up rows 32 rank ..
+        // 32 rank + 31 of them from every block's shared memory, in the order of the ranks (the same
+        // bits on every run), into out. (The cluster barrier's .aligned form wants whole warps: the copier's
+        // warp came apart above, the __syncthreads brings it together.)
+        __syncthreads();
+        mf_cluster_arrive();
+        mf_cluster_wait();   // every block's partial sums are in its shared memory
+        const unsigned pa = (unsigned)__cvta_generic_to_shared(part) + rank * (FD_TMA_BB * FD_TMA_BO * 4);
+        if (m0 + (int)rank * FD_TMA_BB < M) {
+#pragma unroll
+            for (int i = tid; i < FD_TMA_BB * FD_TMA_BO / 4; i += FD_THREADS) {
+                float4 v[KS];
+#pragma unroll
+                for (int z = 0; z < KS; z++) v[z] = mf_lds_cluster_f4(pa + 16u * i, z);
+#pragma unroll
+                for (int z = 1; z < KS; z++) {
+                    v[0].x += v[z].x;
+                    v[0].y += v[z].y;
+                    v[0].z += v[z].z;
+                    v[0].w += v[z].w;
+                }
+                reinterpret_cast<float4 *>(out)[i] = v[0];
+            }
+        }
+        mf_cluster_arrive();   // this block is done with the others' shared memory (waited for below)
+    }
     __syncthreads();
-    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<float4 *>(out), C, M, N, m0, n0, epi, hp, smem + FD_HEAD_W_OFF,
-                                      Cr);
-    __syncthreads();   // the shared memory is the next job's
+    fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<float4 *>(out), C, M, N, m0 + (int)rank * FD_TMA_BB, n0, epi,
+                                      hp, smem + FD_HEAD_W_OFF, Cr);
+    __syncthreads();   // the shared memory is the next job's (split: once the others are done with it too)
+    if constexpr (KS > 1) mf_cluster_wait();
 #endif
 }
 
@@ -749,8 +814,9 @@ __device__ __forceinline__ void fd_head_bias_loss(float *smem, const FusedDeepAr
 
 // TMA (-x 1 on a Hopper build; FusedPlan.tma): the forward tiles are fd_tma_tile's, through the maps
 // in tm; else tm is unused.
-template <int PREC, bool TMA>
+template <int PREC, bool TMA, int KS>
 __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs a, const __grid_constant__ FdTmaMaps tm) {
+    static_assert(KS == 1 || TMA, "K split only on the TMA tiles");
     unsigned sync_target = 0;   // fd_grid_sync's count
     extern __shared__ __align__(16) float fdsm[];
     const int G = gridDim.x, L = a.L, B = a.B, C = a.sizes[L];
@@ -799,11 +865,14 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             epi.round_out = TF32;
             // the last hidden layer's tiles also take their share of the head's logits
             const FdHeadPart hp = {a.params + a.w_off[L - 1], l == L - 2 ? a.head_part : nullptr, B, C};
-            const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, FD_FB_BM) * tn;
+            // (split: a tile's KS jobs, one a K slice, go to the KS blocks of a cluster: job j to block j
+            // mod G, and G is a multiple of KS)
+            const int tn = CEIL_DIV(OUT, FD_FB_BN), tiles = CEIL_DIV(bs, KS * FD_FB_BM) * tn * KS;
             for (int t = blockIdx.x; t < tiles; t += G) {
                 if constexpr (TMA) {
-                    fd_tma_tile<false>(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], nullptr, bs,
-                                       OUT, IN, (t / tn) * FD_FB_BM, (t % tn) * FD_FB_BN, epi, hp);
+                    const int u = t / KS;
+                    fd_tma_tile<false, KS>(fdsm, tg, l == 0 ? &tm.x[p] : &tm.act[l], &tm.w[l], a.acts[l + 1], nullptr,
+                                           bs, OUT, IN, (u / tn) * KS * FD_FB_BM, (u % tn) * FD_FB_BN, epi, hp);
                     continue;
                 }
                 if constexpr (PIXELS) {
@@ -842,7 +911,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
             const int IN = a.sizes[l], OUT = a.sizes[l + 1];
             // jobs, in this order: dinp tiles of layer l (l > 0); the weight-gradient tiles of hidden
             // layer l + 1 (l + 1 < L - 1), and of layer 0 (l == 0); the column jobs (l == 0)
-            const int dn = CEIL_DIV(IN, FD_FB_BN), n_dinp = l > 0 ? CEIL_DIV(bs, FD_FB_BM) * dn : 0;
+            const int dn = CEIL_DIV(IN, FD_FB_BN), n_dinp = l > 0 ? CEIL_DIV(bs, KS * FD_FB_BM) * dn * KS : 0;
             const int wn1 = CEIL_DIV(OUT, FD_W_BN);
             const int n_w1 = l + 1 < L - 1 ? CEIL_DIV(a.sizes[l + 2], FD_W_BM) * wn1 : 0;
             const int wn0 = CEIL_DIV(IN, FD_W_BN), n_w0 = l == 0 ? CEIL_DIV(OUT, FD_W_BM) * wn0 : 0;
@@ -867,9 +936,11 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
                     epi.act = a.act;
                     epi.aux = a.acts[l];
                     if constexpr (TMA) {
-                        if (a.tma_dinp) {
-                            fd_tma_tile<true>(fdsm, tg, &tm.dout[l], &tm.wd[l], a.dacts[l], a.dacts_r[l], bs, IN, OUT,
-                                              (k / dn) * FD_FB_BM, (k % dn) * FD_FB_BN, epi, FdHeadPart{});
+                        if (KS > 1 || a.tma_dinp) {   // (split: as the forward tiles)
+                            const int u = k / KS;
+                            fd_tma_tile<true, KS>(fdsm, tg, &tm.dout[l], &tm.wd[l], a.dacts[l], a.dacts_r[l], bs, IN,
+                                                  OUT, (u / dn) * KS * FD_FB_BM, (u % dn) * FD_FB_BN, epi,
+                                                  FdHeadPart{});
                             continue;
                         }
                     }
@@ -944,22 +1015,26 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 // tiles or without
 static inline const void *fused_deep_kernel_for(int prec, int tma) {
 #if defined(MF_WGMMA)
-    if (prec == 1 && tma) return (const void *)fused_deep_kernel<MF_TF32_ROUND, true>;
+    if (prec == 1 && tma == 3) return (const void *)fused_deep_kernel<MF_TF32_ROUND, true, FD_KS>;
+    if (prec == 1 && tma) return (const void *)fused_deep_kernel<MF_TF32_ROUND, true, 1>;
 #endif
     (void)tma;
-    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND, false>
-         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16, false>
-                     : (const void *)fused_deep_kernel<MF_TF32X3, false>;
+    return prec == 1 ? (const void *)fused_deep_kernel<MF_TF32_ROUND, false, 1>
+         : prec == 2 ? (const void *)fused_deep_kernel<MF_BF16, false, 1>
+                     : (const void *)fused_deep_kernel<MF_TF32X3, false, 1>;
 }
 
-// which of -x 1's deep fused step's tiles take the TMA (FusedPlan.tma): 2, the forward and the dinp
-// tiles, on a Hopper build (MF_WGMMA) whose driver makes tensor maps; else 0, the mma.sync tiles alone.
-// MLP_FUSED_TMA=0 or 1 (the forward tiles alone) for comparisons and test_mlp.
+// which of -x 1's deep fused step's tiles take the TMA (FusedPlan.tma), as asked for: 3, the forward and
+// the dinp tiles split in K between the blocks of clusters, on a Hopper build (MF_WGMMA) whose driver
+// makes tensor maps (fused_deep_plan falls back to 2 where the GPU cannot hold the clusters); else 0, the
+// mma.sync tiles alone. MLP_FUSED_TMA=0, 1 (the forward tiles alone) or 2 (the forward and dinp tiles,
+// no clusters) for comparisons and test_mlp.
 static inline int fused_deep_tma(int prec) {
 #if defined(MF_WGMMA)
     if (prec != 1 || mf_tma_encoder() == NULL) return 0;
     const char *env = getenv("MLP_FUSED_TMA");
-    return env && strcmp(env, "0") == 0 ? 0 : env && strcmp(env, "1") == 0 ? 1 : 2;
+    if (env && env[0] >= '0' && env[0] <= '2' && env[1] == 0) return env[0] - '0';
+    return 3;
 #else
     (void)prec;
     return 0;
@@ -967,13 +1042,14 @@ static inline int fused_deep_tma(int prec) {
 }
 
 // the tensor maps of fd_tma_tile's operands for the buffers in a (FdTmaMaps)
-static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a) {
-    for (int p = 0; p < 2; p++) mf_tensor_map(&tm->x[p], a->xbuf[p], a->B, a->sizes[0], FD_TMA_BB);
+// (A's boxes: ks x FD_TMA_BB rows, where the tiles split K ks ways)
+static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a, int ks) {
+    for (int p = 0; p < 2; p++) mf_tensor_map(&tm->x[p], a->xbuf[p], a->B, a->sizes[0], ks * FD_TMA_BB);
     for (int l = 0; l < a->L - 1; l++) {
-        if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], FD_TMA_BB);
+        if (l > 0) mf_tensor_map(&tm->act[l], a->acts[l], a->B, a->sizes[l], ks * FD_TMA_BB);
         mf_tensor_map(&tm->w[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], FD_TMA_BO);
         if (l > 0 && a->tma_dinp) {
-            mf_tensor_map(&tm->dout[l], a->dacts_r[l + 1], a->B, a->sizes[l + 1], FD_FB_BM);
+            mf_tensor_map(&tm->dout[l], a->dacts_r[l + 1], a->B, a->sizes[l + 1], ks * FD_TMA_BB);
             mf_tensor_map(&tm->wd[l], a->params + a->w_off[l], a->sizes[l + 1], a->sizes[l], 32);
         }
     }
@@ -985,6 +1061,29 @@ static inline size_t fused_deep_head_part_floats(const int *sizes, int L, int B)
 }
 static_assert(FD_HEAD_ROWS * (FD_MAX_WIDTH + (FD_MAX_WIDTH / FD_FB_BN + 2) * HEAD_MAX_C) + 3 <= FD_SMEM_FLOATS,
               "fd_head_job's rows of h, logits' shares, z and dz fit in the shared memory");
+
+// a launch of the kernel on `blocks` blocks in stream: cooperative (every block at once, which the grid
+// barrier needs), and with tma 3 in clusters of FD_KS blocks along x (the cluster attribute first)
+static inline void fd_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int blocks, size_t smem,
+                                    cudaStream_t stream, int tma) {
+    *cfg = cudaLaunchConfig_t{};
+    at[0] = at[1] = cudaLaunchAttribute{};
+    cfg->gridDim = dim3(blocks);
+    cfg->blockDim = dim3(FD_THREADS);
+    cfg->dynamicSmemBytes = smem;
+    cfg->stream = stream;
+    cfg->attrs = at;
+    if (tma == 3) {
+        at[cfg->numAttrs].id = cudaLaunchAttributeClusterDimension;
+        at[cfg->numAttrs].val.clusterDim.x = FD_KS;
+        at[cfg->numAttrs].val.clusterDim.y = 1;
+        at[cfg->numAttrs].val.clusterDim.z = 1;
+        cfg->numAttrs++;
+    }
+    at[cfg->numAttrs].id = cudaLaunchAttributeCooperative;
+    at[cfg->numAttrs].val.cooperative = 1;
+    cfg->numAttrs++;
+}
 
 // whether a model (sizes[0..L]) at batch B and precision prec fits this kernel on the current GPU; the
 // parameters' offsets (w_off, b_off of param_layout) must allow the float4 accesses
@@ -1022,9 +1121,29 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     if (per_sm < 1)
         return snprintf(f.why, sizeof(f.why), "a block of %d threads and %zu bytes does not fit an SM", FD_THREADS,
                         smem), f;
+    f.blocks = sms;
+    if (f.tma == 3) {   // clusters of FD_KS blocks, a block an SM: as many as the GPU holds at once, else no clusters
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute at[2];
+        fd_launch_config(&cfg, at, sms / FD_KS * FD_KS, smem, 0, 3);
+        cfg.numAttrs = 1;   // (the query takes no cooperative attribute)
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || 2 * FD_KS * clusters < sms) {
+            (void)cudaGetLastError();   // (a failed query: no clusters)
+            f.tma = 2;
+            kernel = fused_deep_kernel_for(prec, f.tma);
+            cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        } else {
+            f.blocks = FD_KS * (clusters < sms / FD_KS ? clusters : sms / FD_KS);
+        }
+    }
+    // MLP_FUSED_BLOCKS=n: at most n blocks (whole clusters), for test_mlp: each block then takes several
+    // jobs of a phase, as on a GPU with fewer SMs
+    const char *cap = getenv("MLP_FUSED_BLOCKS");
+    const int ks = f.tma == 3 ? FD_KS : 1, n = cap ? atoi(cap) / ks * ks : 0;
+    if (n >= ks && n < f.blocks) f.blocks = n;
     f.ok = 1;
     f.deep = 1;
-    f.blocks = sms;
     f.smem = smem;
     return f;
 }
@@ -1051,13 +1170,15 @@ static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs 
     FdTmaMaps tm;   // (the launch copies it)
     memset(&tm, 0, sizeof(tm));
     a->tma_dinp = f->tma >= 2;
-    if (f->tma) fd_tma_maps(&tm, a);
+    if (f->tma) fd_tma_maps(&tm, a, f->tma == 3 ? FD_KS : 1);
     void *args[] = {a, &tm};
     void *count = NULL;   // (the current device's: each has its own)
     cudaCheck(cudaGetSymbolAddress(&count, fd_sync_count));
     cudaCheck(cudaMemsetAsync(count, 0, sizeof(unsigned), stream));
-    cudaCheck(cudaLaunchCooperativeKernel(fused_deep_kernel_for(prec, f->tma), dim3(f->blocks), dim3(FD_THREADS),
-                                          args, f->smem, stream));
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[2];
+    fd_launch_config(&cfg, at, f->blocks, f->smem, stream, f->tma);
+    cudaCheck(cudaLaunchKernelExC(&cfg, fused_deep_kernel_for(prec, f->tma), args));
 }
 
 #endif  // MLP_FAST_FUSED_DEEP_CUH

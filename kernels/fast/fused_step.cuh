@@ -434,7 +434,8 @@ typedef struct {
     int deep;          // 1: the kernel of kernels/fast/fused_deep.cuh (two or more hidden layers), else this file's
     int U, blocks;     // hidden units per block (this file's kernel), blocks (H / U rounded up; deep: one per SM)
     size_t smem;       // dynamic shared memory per block, bytes
-    int tma;           // deep, -x 1: 2 the forward and dinp tiles on the TMA, 1 the forward alone, 0 neither
+    int tma;           // deep, -x 1: 3 the forward and dinp tiles on the TMA, split in K between the blocks of
+                       // clusters; 2 the same tiles unsplit; 1 the forward alone; 0 neither
                        // (kernels/fast/fused_deep.cuh, fused_deep_tma)
     char why[160];     // ok == 0: why not, in words
 } FusedPlan;

@@ -56,6 +56,27 @@ __device__ __forceinline__ void mf_wgmma_tf32_n32_rs(float* d, const uint32_t* a
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+// the same, 64 x 64 (32 a thread: those of two 64 x 32 products side by side, columns 32 j .. 32 j + 31
+// in d[16 j] .. d[16 j + 15]): the deep fused step's split-K tiles (kernels/fast/fused_deep.cuh)
+__device__ __forceinline__ void mf_wgmma_tf32_n64_rs(float* d, const uint32_t* a, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+// the same, 64 x 128 (64 a thread, laid out likewise)
+__device__ __forceinline__ void mf_wgmma_tf32_n128_rs(float* d, const uint32_t* a, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{" MF_WG_REGS64 "}, {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+                 : MF_WG_OUTS64
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
 // the accumulators of mf_wgmma_tf32_n32 (thread: warp w of the warpgroup, lane 4 gq + q; D's rows
 // 16 w + gq (+ 8), columns 8 c + 2 q (+ 1)) into dst transposed: D (r, c) at dst[c * ld + r]
 __device__ __forceinline__ void mf_wg_n32_store_t(float* dst, int ld, const float* acc, int tid) {
@@ -88,6 +109,21 @@ __device__ __forceinline__ void mf_mbar_arrive_cluster(unsigned bar, unsigned ct
 // every thread of every block of the cluster
 __device__ __forceinline__ void mf_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// the two halves of mf_cluster_sync, for work between them: this thread's arrival (release: its
+// accesses before it, the other blocks' shared memory included, are seen by whoever waits after it),
+// and its wait for every thread of the cluster to have arrived (acquire)
+__device__ __forceinline__ void mf_cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void mf_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+// 16 bytes at shared address sa of block cta of the cluster (distributed shared memory)
+__device__ __forceinline__ float4 mf_lds_cluster_f4(unsigned sa, unsigned cta) {
+    float4 v;
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %4, %5;\n"
+                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [ra];\n}\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(sa), "r"(cta) : "memory");
+    return v;
 }
 __device__ __forceinline__ unsigned mf_cluster_rank() {
     unsigned r;
