@@ -182,9 +182,7 @@ typedef struct {
 // FusedPlan.tma 3: the forward and dinp tiles split in K between the FD_KS blocks of a thread-block
 // cluster, each block FD_KS x FD_TMA_BB rows of the batch x FD_TMA_BO columns over a slice of K, the
 // slices' sums added up through distributed shared memory (fd_tma_tile)
-#ifndef FD_KS
-#define FD_KS 2
-#endif
+#define FD_KS 2             // (clusters of four: an H100 holds 30 of them a block an SM, too few: dev/NOTES.md)
 #ifndef FD_TMA_ST_KS
 #define FD_TMA_ST_KS 5      // their pipeline stages (16 KB each)
 #endif
@@ -497,8 +495,8 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
                                             const MatmulFastEpi &epi, const FdHeadPart &hp) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     constexpr int ST = fd_tma_st(KS), STAGE = fd_tma_stage(KS), R = KS * FD_TMA_BB;   // R: rows of A's box
-    static_assert(FD_TMA_BB == 32 && FD_TMA_BO == 64 && (KS == 1 || KS == 2 || KS == 4),
-                  "a stage holds W's 64 columns x 32 k (8192 bytes), then A's 32, 64 or 128 rows x 32 k");
+    static_assert(FD_TMA_BB == 32 && FD_TMA_BO == 64 && (KS == 1 || KS == 2),
+                  "a stage holds W's 64 columns x 32 k (8192 bytes), then A's 32 or 64 rows x 32 k");
     const unsigned sraw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned sbase = sraw + ((1024u - (sraw & 1023u)) & 1023u);   // swizzle atoms 1024-byte aligned
     const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
@@ -570,8 +568,7 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
             for (int ks = 0; ks < 4; ks++) {
                 const uint64_t db = mf_wgb16_desc(sx + ks * 32, false);
                 if constexpr (KS == 1) mf_wgmma_tf32_n32_rs(acc, af[ks], db);
-                else if constexpr (KS == 2) mf_wgmma_tf32_n64_rs(acc, af[ks], db);
-                else mf_wgmma_tf32_n128_rs(acc, af[ks], db);
+                else mf_wgmma_tf32_n64_rs(acc, af[ks], db);
             }
             mf_wg_commit();
             mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled

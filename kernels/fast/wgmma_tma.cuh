@@ -69,14 +69,6 @@ __device__ __forceinline__ void mf_wgmma_tf32_n64_rs(float* d, const uint32_t* a
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-// the same, 64 x 128 (64 a thread, laid out likewise)
-__device__ __forceinline__ void mf_wgmma_tf32_n128_rs(float* d, const uint32_t* a, uint64_t db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-                 "{" MF_WG_REGS64 "}, {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
-                 : MF_WG_OUTS64
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
 // the accumulators of mf_wgmma_tf32_n32 (thread: warp w of the warpgroup, lane 4 gq + q; D's rows
 // 16 w + gq (+ 8), columns 8 c + 2 q (+ 1)) into dst transposed: D (r, c) at dst[c * ld + r]
 __device__ __forceinline__ void mf_wg_n32_store_t(float* dst, int ld, const float* acc, int tid) {
