@@ -704,8 +704,7 @@ static int model_use_fused(Model *m, int any) {
             fused_deep_head_part_floats(m->sizes, m->L, m->B) * sizeof(float),
             "the head's shares of the logits");
     if (m->fused.ok && m->fused.deep && m->fused.tma >= 2 && !m->fused_dr) {
-        size_t floats = 0;
-        for (int l = 2; l < m->L; l++) floats += (size_t)m->B * m->sizes[l];
+        const size_t floats = fused_deep_dacts_r(m->sizes, m->L, m->B, NULL, NULL);
         m->fused_dr = (float *)cudaMallocCheck(floats * sizeof(float), "the TF32 copies of the hidden gradients");
         cudaCheck(cudaMemset(m->fused_dr, 0, floats * sizeof(float)));   // (read past a short batch, as dacts)
     }
@@ -727,7 +726,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     memcpy(a.acts, m->acts, sizeof(a.acts));
     memcpy(a.dacts, m->dacts, sizeof(a.dacts));
     if (m->fused_dr && m->fused.tma >= 2)
-        for (size_t l = 2, off = 0; l < (size_t)m->L; off += (size_t)m->B * m->sizes[l], l++) a.dacts_r[l] = m->fused_dr + off;
+        fused_deep_dacts_r(m->sizes, m->L, m->B, m->fused_dr, a.dacts_r);
     memcpy(a.sizes, m->sizes, sizeof(a.sizes));
     for (int p = 0; p < 2; p++) {
         a.xbuf[p] = m->batches[p];

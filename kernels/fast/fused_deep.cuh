@@ -1052,6 +1052,17 @@ static inline void fd_tma_maps(FdTmaMaps *tm, const FusedDeepArgs *a, int ks) {
     }
 }
 
+// FusedDeepArgs.dacts_r for a model (sizes[0..L]) at batch B: the copies of layers 2 .. L - 1 one after
+// another in one buffer at base, their pointers into dr[l] (dr NULL: none); returns the buffer's floats
+static inline size_t fused_deep_dacts_r(const int *sizes, int L, int B, float *base, float **dr) {
+    size_t off = 0;
+    for (int l = 2; l < L; l++) {
+        if (dr) dr[l] = base + off;
+        off += (size_t)B * sizes[l];
+    }
+    return off;
+}
+
 // floats of FusedDeepArgs.head_part for a model (sizes[0..L]) at batch B
 static inline size_t fused_deep_head_part_floats(const int *sizes, int L, int B) {
     return (size_t)FD_HEAD_TILES(sizes[L - 1]) * B * sizes[L];
