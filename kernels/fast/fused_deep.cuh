@@ -409,6 +409,17 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
 static __shared__ unsigned long long fd_tma_bar[2 * FD_TMA_ST_MAX];
 #endif
 
+// keeps the registers of one k step's W fragments (fd_tma_tile) from the compiler's other uses until
+// here, as mf_wg_pin does an accumulator's: wgmma reads them while it runs (init: zeroed first, so that
+// the first pin reads defined values)
+__device__ __forceinline__ void fd_pin_frag(uint32_t (&f)[4], bool init) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        if (init) f[e] = 0u;
+        asm volatile("" : "+r"(f[e]));
+    }
+}
+
 // fd_tma_tile's barriers initialised, once a launch, by thread 0, before the first grid barrier
 __device__ __forceinline__ void fd_tma_init() {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
@@ -416,7 +427,7 @@ __device__ __forceinline__ void fd_tma_init() {
         const unsigned bars = (unsigned)__cvta_generic_to_shared(fd_tma_bar);
         for (int s = 0; s < FD_TMA_ST_MAX; s++) {
             mf_mbar_init(bars + 8 * s, 1);
-            mf_mbar_init(bars + 8 * (FD_TMA_ST_MAX + s), 1);
+            mf_mbar_init(bars + 8 * (FD_TMA_ST_MAX + s), 4);   // (each products warp: fd_tma_tile)
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -476,11 +487,10 @@ __device__ __forceinline__ void fd_grid_sync(unsigned &target) {
 // 0-127) runs the products as Wᵀ's tile times A's, wgmma.m64nRk8 (the tile's columns are wgmma's M,
 // the rows of the batch its N): for each k-tile, once the stage has landed, each warp loads its 16
 // columns x 32 k of W (ldmatrix from the forward's K-major box, single floats from the dinp's N-major
-// ones), rounds them (round_tf32's rounding) and hands them to wgmma with A's box; once every warp's
-// wgmma.wait_group says its products that read a stage are done (a named barrier of the four warps:
-// wait_group speaks for its own warp, and with warp 0's word alone compute-sanitizer's memcheck, which
-// slows the warps unevenly, saw the TMA refill a stage another warp was still reading), thread 0 frees
-// the stage. Then the sums go through shared memory (transposed to rows of the batch; split: the
+// ones), rounds them (round_tf32's rounding) and hands them to wgmma with A's box; the stage is free
+// once each of the four warps has arrived on its empty barrier, after its wgmma.wait_group says its own
+// products that read the stage are done (wait_group speaks for its warp alone). Then the sums go
+// through shared memory (transposed to rows of the batch; split: the
 // partial sums of all R rows over the stages, a cluster barrier, then this block's 32 rows added up
 // from every block of the cluster in the order of the ranks, the same bits on every run) to
 // fd_epi_tile, by all the block's threads (the dinp epilogue also stores Cr, its output rounded, where
@@ -509,6 +519,9 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
     const int tid = threadIdx.x, ntk = CEIL_DIV(K, 32), t0 = (int)rank * ntk / KS;
     const int nt = ((int)rank + 1) * ntk / KS - t0;   // this block's k-tiles: t0 .. t0 + nt - 1 (nt may be 0)
     if (hp.part) fd_head_w_load<FD_TMA_BO>(hp, smem + FD_HEAD_W_OFF, N, n0);   // (waited for before the epilogue)
+    float acc[16 * KS];   // the products' sums (warpgroup 0)
+#pragma unroll
+    for (int i = 0; i < 16 * KS; i++) acc[i] = 0.0f;
     mf_fence_proxy_async();   // the jobs before wrote this shared memory through the generic proxy: their
     __syncthreads();          // accesses ordered before the TMA's writes
     if (tid == 128) {
@@ -535,15 +548,29 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
         // in bit 1; q's and q + 4's in bit 2) and by 4 rows for q + 4; each k step adds 8 rows, 1024
         // bytes, and leaves k % 8 as it was (the stage is 1024-byte aligned: the XORs touch the offset alone).
         const int r = 16 * (tid / 32) + (tid & 7) + ((tid >> 3) & 1) * 8, hi = (tid >> 4) & 1;
-        float acc[16 * KS];
+        // W's fragments of the four k steps, rounded to TF32 (round_tf32). wgmma reads its A registers
+        // while it runs, until a wait_group says it is done, so a k-tile's fragments are loaded only once
+        // the wait says the last k-tile's products are done, and they are pinned (fd_pin_frag) there,
+        // which keeps the compiler from giving their registers to anything else while the products run.
+        // (Where the next k-tile's loads came after a wait that left the last products running, they
+        // overwrote registers those were still reading: compute-sanitizer's memcheck, which slows the
+        // warps, saw wrong sums. Loads in flight beside the products, in two sets or in smaller groups,
+        // were slower than this, and so was the stage freed before the wait for the next one's bytes
+        // rather than after it: dev/NOTES.md.)
+        uint32_t af[4][4];
 #pragma unroll
-        for (int i = 0; i < 16 * KS; i++) acc[i] = 0.0f;
+        for (int ks = 0; ks < 4; ks++) fd_pin_frag(af[ks], true);
         for (int t = 0; t < nt; t++) {
             const unsigned G = g + t, s = G % ST;
             mf_mbar_wait(bars + 8 * s, (G / ST) & 1);   // the stage's bytes have landed
+            // this warp's products of k-tile t - 1 are done: its fragments are free, and so is its stage
+            // once every warp has arrived
+            mf_wg_wait<0>();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) fd_pin_frag(af[ks], false);
+            if (t >= 1 && (tid & 31) == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST_MAX + (G - 1) % ST));
             const float *Ws = reinterpret_cast<const float *>(stages + s * STAGE);
             const unsigned sw = sbase + s * STAGE, sx = sw + 8192;
-            uint32_t af[4][4];   // W's fragments of the four k steps, rounded to TF32 (round_tf32)
             unsigned o = 0;
             if constexpr (DINP) {   // (made here at each k-tile from tid: kept, it cost the kernel registers it spilled)
                 unsigned u = tid;
@@ -571,23 +598,26 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
                 else mf_wgmma_tf32_n64_rs(acc, af[ks], db);
             }
             mf_wg_commit();
-            mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled
-            mf_bar_sync(1, 128);   // every warp's products of k-tile t - 1 are done
-            if (t >= 1 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST_MAX + (G - 1) % ST));
         }
         mf_wg_wait<0>();
-        mf_bar_sync(1, 128);
-        if (nt > 0 && tid == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST_MAX + (g + nt - 1) % ST));
 #pragma unroll
-        for (int j = 0; j < KS; j++) mf_wg_n32_store_t(part + j * FD_TMA_BB * FD_TMA_BO, FD_TMA_BO, acc + 16 * j, tid);
+        for (int ks = 0; ks < 4; ks++) fd_pin_frag(af[ks], false);
+        if (nt > 0 && (tid & 31) == 0) mf_mbar_arrive(bars + 8 * (FD_TMA_ST_MAX + (g + nt - 1) % ST));
+        if constexpr (KS == 1) mf_wg_n32_store_t(out, FD_TMA_BO, acc, tid);   // (after the stages)
     }
     g += nt;
     mf_cp_wait<0>();   // (W_{L-1}'s columns: fd_head_w_load)
     if constexpr (KS > 1) {
-        // the tile's KS partial sums, one a block of the cluster: this block adds up rows 32 rank ..
-        // 32 rank + 31 of them from every block's shared memory, in the order of the ranks (the same
-        // bits on every run), into out. (The cluster barrier's .aligned form wants whole warps: the copier's
-        // warp came apart above, the __syncthreads brings it together.)
+        // the tile's KS partial sums, one a block of the cluster, stored over the stages once every warp's
+        // products are done with them (a warp's wait_group speaks for its own products alone); then this
+        // block adds up rows 32 rank .. 32 rank + 31 of them from every block's shared memory, in the order
+        // of the ranks (the same bits on every run), into out. (The cluster barrier's .aligned form wants
+        // whole warps: the copier's warp came apart above, the __syncthreads brings it together.)
+        __syncthreads();
+        if (tid < 128) {
+#pragma unroll
+            for (int j = 0; j < KS; j++) mf_wg_n32_store_t(part + j * FD_TMA_BB * FD_TMA_BO, FD_TMA_BO, acc + 16 * j, tid);
+        }
         __syncthreads();
         mf_cluster_arrive();
         mf_cluster_wait();   // every block's partial sums are in its shared memory
