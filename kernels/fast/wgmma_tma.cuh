@@ -38,10 +38,8 @@ fastest of the configurations in the trainer (dev/NOTES.md).
 // and dev/cuda/phase_tma.cu
 __device__ __forceinline__ void mf_wgmma_tf32_n32(float* d, uint64_t da, uint64_t db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {" MF_WG_REGS16 "}, %16, %17, p, 1, 1;\n}\n"
+                 : MF_WG_OUTS16
                  : "l"(da), "l"(db));
 }
 // the same with A from registers (a[4]: this thread's elements of the warp's 16 rows of A, as mma.sync's
@@ -50,23 +48,16 @@ __device__ __forceinline__ void mf_wgmma_tf32_n32(float* d, uint64_t da, uint64_
 // truncate an FP32 value)
 __device__ __forceinline__ void mf_wgmma_tf32_n32_rs(float* d, const uint32_t* a, uint64_t db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {" MF_WG_REGS16 "}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+                 : MF_WG_OUTS16
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 // the same, 64 x 64 (32 a thread: those of two 64 x 32 products side by side, columns 32 j .. 32 j + 31
 // in d[16 j] .. d[16 j + 15]): the deep fused step's split-K tiles (kernels/fast/fused_deep.cuh)
 __device__ __forceinline__ void mf_wgmma_tf32_n64_rs(float* d, const uint32_t* a, uint64_t db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" MF_WG_REGS32 "}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+                 : MF_WG_OUTS32
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 // the accumulators of mf_wgmma_tf32_n32 (thread: warp w of the warpgroup, lane 4 gq + q; D's rows
