@@ -5,16 +5,22 @@ by phase.
 
 Runs STEPS steps of a model on random bytes in one launch of the fused kernel, as the trainer does
 between two log lines, and prints:
-  - the time a step takes (CUDA events around the launch, the median of 5 launches, after one);
+  - the time a step takes (CUDA events around the launch, the median of 5 launches, after one), and
+    the host's time to enqueue a launch (which the events count where the GPU was idle before it);
   - then, from a launch with the kernel's clock64() stamps (FusedStepArgs.prof: thread 0 of every
     block, after a __syncthreads at each point), the median over the steps of each phase: for
     block 0 (which also does the bias of the last layer and the mean loss) and for the slowest
     block in that phase. The stamps' __syncthreads slow the step a little; the table says where
     the time goes, the first line how much there is.
 
-    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS [X]]]]
+    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS [X [ROWS [ACT]]]]]]
     e.g. dev/bin/fused_profile 784,128,10 64 200    (the default: the small model)
          dev/bin/fused_profile 784,1024,1024,10 256 100 1    (the wide model, TF32: X is -x)
+         dev/bin/fused_profile 784,1024,1024,10 256 100 1 60000 relu    (as the bench's wide TF32 epoch)
+Without ROWS (or with 0) the data are B x STEPS rows, taken in order (batch s is rows s*B to s*B + B - 1); with it,
+ROWS rows (at least B x STEPS) and the batches drawn from a random permutation of them, as the
+trainer draws an epoch's: the gathers then hit rows scattered over the whole dataset, which may not
+stay in L2 (MNIST's 60000 rows are 47 MB). ACT: the hidden layers' activation (default sigmoid).
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, and how long block 0 then waits at the barrier.
@@ -47,12 +53,16 @@ int main(int argc, char **argv) {
     }
     const int B = argc > 2 ? atoi(argv[2]) : 64, steps = argc > 3 ? atoi(argv[3]) : 200;
     const int prec = argc > 4 ? atoi(argv[4]) : PREC_FP32;
-    if (B < 1 || steps < 3 || prec < PREC_FP32 || prec > PREC_BF16) {
-        fprintf(stderr, "usage: %s [SIZES [B (>= 1) [STEPS (>= 3) [X (0, 1 or 2)]]]]\n", argv[0]);
+    const long rows = argc > 5 ? atol(argv[5]) : 0;   // 0: B x STEPS rows in order
+    const int act = argc > 6 ? parse_activation(argv[6]) : ACT_SIGMOID;
+    if (B < 1 || steps < 3 || prec < PREC_FP32 || prec > PREC_BF16 || act < 0 ||
+        (rows && (rows < (long)B * steps || rows > 10000000))) {
+        fprintf(stderr, "usage: %s [SIZES [B (>= 1) [STEPS (>= 3) [X (0, 1 or 2) [ROWS (0, or B x STEPS to 10^7) "
+                "[ACT (sigmoid, relu or tanh)]]]]]]\n", argv[0]);
         return 2;
     }
     cudaDeviceProp prop = require_gpu();
-    const int n = B * steps, D = sizes[0], C = sizes[L];
+    const int n = rows ? (int)rows : B * steps, D = sizes[0], C = sizes[L];
     uint8_t *images = (uint8_t *)mallocCheck((size_t)n * D), *labels = (uint8_t *)mallocCheck((size_t)n);
     Rng rng;
     rng_seed(&rng, 7, 1);
@@ -61,25 +71,30 @@ int main(int argc, char **argv) {
     DeviceData d;
     device_data_upload(&d, images, labels, n, D);
     Model m;
-    model_build(&m, sizes, L, ACT_SIGMOID, B, B, prec, n, steps);
+    model_build(&m, sizes, L, act, B, B, prec, n, steps);
     model_init_params(&m, 1337, 0);
     if (!model_use_fused(&m, 1)) {
         fprintf(stderr, "error: the fused step does not take this model: %s\n", m.fused.why);
         return 2;
     }
     std::vector<int> perm(n);
-    for (int i = 0; i < n; i++) perm[i] = i;
+    if (rows) rng_permutation(&rng, perm.data(), n);   // (the trainer's epoch: common/rng.h)
+    else
+        for (int i = 0; i < n; i++) perm[i] = i;
     cudaCheck(cudaMemcpy(m.perm, perm.data(), sizeof(int) * (size_t)n, cudaMemcpyHostToDevice));
     Config cfg;
     config_defaults(&cfg, PROG_FAST);
     cudaEvent_t t0, t1;
     cudaCheck(cudaEventCreate(&t0));
     cudaCheck(cudaEventCreate(&t1));
+    std::vector<double> host_us;   // the host's time to enqueue each launch (the tensor maps, the launch)
     auto timed_run = [&]() {   // one launch of `steps` steps from step 0: its time in ms
         const int zero = 0;
         cudaCheck(cudaMemcpy(m.step, &zero, sizeof(int), cudaMemcpyHostToDevice));
         cudaCheck(cudaEventRecord(t0, 0));
+        const double h0 = now_seconds();
         fused_run(&m, &d, steps, B, &cfg, 0);
+        host_us.push_back(1e6 * (now_seconds() - h0));
         cudaCheck(cudaEventRecord(t1, 0));
         cudaCheck(cudaEventSynchronize(t1));
         float ms;
@@ -91,11 +106,13 @@ int main(int argc, char **argv) {
         const double ms = timed_run();
         if (rep > 0) per_step.push_back(1e3 * ms / steps);
     }
-    printf("%s, model %s (B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block, TMA level %d\n", prop.name,
-           argc > 1 ? argv[1] : "784,128,10", B, prec, m.fused.blocks,
+    printf("%s, model %s (%s, B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block, TMA level %d\n", prop.name,
+           argc > 1 ? argv[1] : "784,128,10", ACT_NAMES[act], B, prec, m.fused.blocks,
            m.fused.deep ? " (kernels/fast/fused_deep.cuh)" : m.fused.U > 1 ? " of several units" : " of one unit",
            m.fused.smem, m.fused.tma);
-    printf("a step: %.2f us (median of 5 launches of %d steps)\n", median(per_step), steps);
+    printf("a step: %.2f us (median of 5 launches of %d steps; %d rows of data, %s); the host enqueues a launch "
+           "in %.1f us\n", median(per_step), steps, n, rows ? "a random permutation" : "in order",
+           median(std::vector<double>(host_us.begin() + 1, host_us.end())));
     int khz;
     cudaCheck(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
     const double ns_per_cycle = 1e6 / khz;

@@ -184,7 +184,7 @@ typedef struct {
 // slices' sums added up through distributed shared memory (fd_tma_tile)
 #define FD_KS 2             // (clusters of four: an H100 holds 30 of them a block an SM, too few: dev/NOTES.md)
 #ifndef FD_TMA_ST_KS
-#define FD_TMA_ST_KS 5      // their pipeline stages (16 KB each)
+#define FD_TMA_ST_KS 4      // their pipeline stages (16 KB each; four ran faster than five: dev/NOTES.md)
 #endif
 #define FD_TMA_ST_MAX fd_max(FD_TMA_ST, FD_TMA_ST_KS)
 // stages and bytes of a stage (W's boxes, then A's) of the tiles that split K KS ways (1: none)
