@@ -17,10 +17,11 @@ between two log lines, and prints:
     e.g. dev/bin/fused_profile 784,128,10 64 200    (the default: the small model)
          dev/bin/fused_profile 784,1024,1024,10 256 100 1    (the wide model, TF32: X is -x)
          dev/bin/fused_profile 784,1024,1024,10 256 100 1 60000 relu    (as the bench's wide TF32 epoch)
-Without ROWS (or with 0) the data are B x STEPS rows, taken in order (batch s is rows s*B to s*B + B - 1); with it,
-ROWS rows (at least B x STEPS) and the batches drawn from a random permutation of them, as the
-trainer draws an epoch's: the gathers then hit rows scattered over the whole dataset, which may not
-stay in L2 (MNIST's 60000 rows are 47 MB). ACT: the hidden layers' activation (default sigmoid).
+Without ROWS (or with 0) the data are B x STEPS rows, taken in order (batch s is rows s*B to
+s*B + B - 1); with it, ROWS rows (at least B x STEPS) and the batches drawn from a random
+permutation of them, as the trainer draws an epoch's: the gathers then hit rows scattered over the
+whole dataset, which may not stay in L2 (MNIST's 60000 rows are 47 MB). ACT: the hidden layers'
+activation (default sigmoid).
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, and how long block 0 then waits at the barrier.
