@@ -89,17 +89,18 @@ __device__ __forceinline__ void mf_mbar_arrive_cluster(unsigned bar, unsigned ct
     asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" :: "r"(bar), "r"(cta) : "memory");
 }
-// every thread of every block of the cluster
-__device__ __forceinline__ void mf_cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// the two halves of mf_cluster_sync, for work between them: this thread's arrival (release: its
+// the two halves of a cluster barrier, for work between them: this thread's arrival (release: its
 // accesses before it, the other blocks' shared memory included, are seen by whoever waits after it),
 // and its wait for every thread of the cluster to have arrived (acquire)
 __device__ __forceinline__ void mf_cluster_arrive() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void mf_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+// both at once: every thread of every block of the cluster
+__device__ __forceinline__ void mf_cluster_sync() {
+    mf_cluster_arrive();
+    mf_cluster_wait();
+}
 // 16 bytes at shared address sa of block cta of the cluster (distributed shared memory)
 __device__ __forceinline__ float4 mf_lds_cluster_f4(unsigned sa, unsigned cta) {
     float4 v;
