@@ -3,8 +3,8 @@ dev/fused_profile.cu: where the time of the fused step goes (train_mlp_fast -f 2
 kernels/fast/fused_step.cuh, and kernels/fast/fused_deep.cuh for two or more hidden layers), phase
 by phase.
 
-Runs STEPS steps of a model on random bytes in one launch of the fused kernel, as the trainer does
-between two log lines, and prints:
+Runs STEPS steps of a model on random bytes (or a dataset's rows: DATA below) in one launch of the
+fused kernel, as the trainer does between two log lines, and prints:
   - the time a step takes (CUDA events around the launch, the median of 5 launches, after one), and
     the host's time to enqueue a launch (which the events count where the GPU was idle before it);
   - then, from a launch with the kernel's clock64() stamps (FusedStepArgs.prof: thread 0 of every
@@ -13,15 +13,18 @@ between two log lines, and prints:
     block in that phase. The stamps' __syncthreads slow the step a little; the table says where
     the time goes, the first line how much there is.
 
-    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS [X [ROWS [ACT]]]]]]
+    make dev/bin/fused_profile        then    dev/bin/fused_profile [SIZES [B [STEPS [X [ROWS [ACT [DATA]]]]]]]
     e.g. dev/bin/fused_profile 784,128,10 64 200    (the default: the small model)
          dev/bin/fused_profile 784,1024,1024,10 256 100 1    (the wide model, TF32: X is -x)
          dev/bin/fused_profile 784,1024,1024,10 256 100 1 60000 relu    (as the bench's wide TF32 epoch)
+         dev/bin/fused_profile 784,1024,1024,10 256 100 1 60000 relu data/fashion-mnist    (on its pixels)
 Without ROWS (or with 0) the data are B x STEPS rows, taken in order (batch s is rows s*B to
 s*B + B - 1); with it, ROWS rows (at least B x STEPS) and the batches drawn from a random
 permutation of them, as the trainer draws an epoch's: the gathers then hit rows scattered over the
 whole dataset, which may not stay in L2 (MNIST's 60000 rows are 47 MB). ACT: the hidden layers'
-activation (default sigmoid).
+activation (default sigmoid). DATA: a dataset's directory (as the trainers' -d): the first rows of its
+training set instead of random bytes, e.g. data/fashion-mnist (the trainer's wide TF32 epoch depends on
+the pixels' values: dev/NOTES.md).
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, and how long block 0 then waits at the barrier.
@@ -56,10 +59,11 @@ int main(int argc, char **argv) {
     const int prec = argc > 4 ? atoi(argv[4]) : PREC_FP32;
     const long rows = argc > 5 ? atol(argv[5]) : 0;   // 0: B x STEPS rows in order
     const int act = argc > 6 ? parse_activation(argv[6]) : ACT_SIGMOID;
+    const char *data_dir = argc > 7 ? argv[7] : NULL;
     if (B < 1 || steps < 3 || prec < PREC_FP32 || prec > PREC_BF16 || act < 0 ||
         (rows && (rows < (long)B * steps || rows > 10000000))) {
         fprintf(stderr, "usage: %s [SIZES [B (>= 1) [STEPS (>= 3) [X (0, 1 or 2) [ROWS (0, or B x STEPS to 10^7) "
-                "[ACT (sigmoid, relu or tanh)]]]]]]\n", argv[0]);
+                "[ACT (sigmoid, relu or tanh) [DATA (a dataset's directory)]]]]]]]\n", argv[0]);
         return 2;
     }
     cudaDeviceProp prop = require_gpu();
@@ -67,8 +71,25 @@ int main(int argc, char **argv) {
     uint8_t *images = (uint8_t *)mallocCheck((size_t)n * D), *labels = (uint8_t *)mallocCheck((size_t)n);
     Rng rng;
     rng_seed(&rng, 7, 1);
-    for (size_t i = 0; i < (size_t)n * D; i++) images[i] = (uint8_t)rng_below(&rng, 256);
-    for (int i = 0; i < n; i++) labels[i] = (uint8_t)rng_below(&rng, (uint32_t)C);
+    if (data_dir) {   // the first n rows of a training set
+        Dataset ds;
+        if (dataset_load(data_dir, "train", &ds, err, sizeof(err)) != 0) {
+            fprintf(stderr, "error: %s\n", err);
+            return 2;
+        }
+        if (dataset_dim(&ds) != D || ds.num_classes > C || ds.n < n) {
+            fprintf(stderr, "error: %s has %d rows of %d values and %d classes; the model takes %d values and %d "
+                    "classes, and %d rows are needed\n", data_dir, ds.n, dataset_dim(&ds), ds.num_classes, D, C, n);
+            return 2;
+        }
+        memcpy(images, ds.images, (size_t)n * D);
+        memcpy(labels, ds.labels, (size_t)n);
+        printf("data: the first %d rows of %s (%s)\n", n, ds.name, data_dir);
+        dataset_free(&ds);
+    } else {
+        for (size_t i = 0; i < (size_t)n * D; i++) images[i] = (uint8_t)rng_below(&rng, 256);
+        for (int i = 0; i < n; i++) labels[i] = (uint8_t)rng_below(&rng, (uint32_t)C);
+    }
     DeviceData d;
     device_data_upload(&d, images, labels, n, D);
     Model m;
