@@ -28,7 +28,8 @@ the head) a step is
   F_0 .. F_{L-2}  (l = 0 .. L-2) h_l = act(h_{l-1} · W_lᵀ + b_l), h_{-1} = x: tiles of B x OUT_l;
                   F_{L-2}'s tiles also leave their shares of the logits (fd_head_part)
   H               the head (fd_head_job): logits, loss, dz = dacts[L] and dh_{L-2} (with act'),
-                  and the next step's batch gathered into the other of two batch buffers
+                  and the next step's batch gathered into the other of two batch buffers (the
+                  images of the step after it prefetched to L2)
   D_l             (l = L-2 .. 0) if l > 0, dh_{l-1} = (dh_l · W_l) ⊙ act'(h_{l-1}): tiles of
                   B x IN_l; and the weight gradient and SGD step of hidden layer l + 1, dW =
                   dh_{l+1}ᵀ · h_l (tiles of OUT x IN with SGD in the epilogue); D_0 also layer 0's,
@@ -223,19 +224,43 @@ __device__ __forceinline__ float fd_operand(float x) {
     else return x;
 }
 
-// rows b0 .. b0 + FD_HEAD_ROWS - 1 of step s's batch (those below bs) into x and labels, the warps
-// shared out over the rows (the gather's pixel_value, as mode says: p / 255, rounded to TF32 for -x 1,
-// the bytes themselves for FP32)
-__device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int *labels, int s, int b0, int bs,
-                                          int mode) {
+// the items of rows b0 .. b0 + FD_HEAD_ROWS - 1 of step s's batch: the rows of the training set they are
+// (-1 for those past bs)
+__device__ __forceinline__ void fd_gather_items(const FusedDeepArgs &a, int s, int b0, int bs, int (&item)[FD_HEAD_ROWS]) {
+#pragma unroll
+    for (int r = 0; r < FD_HEAD_ROWS; r++) item[r] = b0 + r < bs ? __ldg(a.perm + (size_t)s * a.B + b0 + r) : -1;
+}
+
+// the images of those items put in flight into L2, a thread a 128-byte line. Why: the head's phase
+// gathers the next step's rows while the rest of the phase waits for it, and a gather from memory waits
+// for it twice (the permutation, then the pixels); prefetched a step before, both are in L2.
+__device__ __forceinline__ void fd_gather_prefetch(const FusedDeepArgs &a, const int (&item)[FD_HEAD_ROWS]) {
+    const int IN = a.sizes[0];
+#pragma unroll
+    for (int r = 0; r < FD_HEAD_ROWS; r++) {
+        if (item[r] < 0) continue;
+        const uintptr_t img = (uintptr_t)(a.images + (size_t)item[r] * IN);
+        const uintptr_t line = (img & ~(uintptr_t)127) + 128 * threadIdx.x;
+        if (line < img + IN) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+    }
+}
+
+// rows b0 .. b0 + FD_HEAD_ROWS - 1 of a batch, the training set's rows item[] (those >= 0), into x and
+// labels, the warps shared out over the rows (the gather's pixel_value, as mode says: p / 255, rounded to
+// TF32 for -x 1, the bytes themselves for FP32)
+__device__ __forceinline__ void fd_gather(const FusedDeepArgs &a, float *x, int *labels, const int (&item)[FD_HEAD_ROWS],
+                                          int b0, int mode) {
     constexpr int PER_ROW = FD_THREADS / 32 / FD_HEAD_ROWS;   // warps a row
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, b = b0 + warp % FD_HEAD_ROWS;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, r = warp % FD_HEAD_ROWS, b = b0 + r;
     const int IN = a.sizes[0], part = warp / FD_HEAD_ROWS;
-    if (b >= bs) return;
-    const int item = __ldg(a.perm + (size_t)s * a.B + b);
-    const uchar4 *img = reinterpret_cast<const uchar4 *>(a.images + (size_t)item * IN);
+    int it = item[0];   // item[r], without indexing the registers by a variable (which would put them in memory)
+#pragma unroll
+    for (int k = 1; k < FD_HEAD_ROWS; k++)
+        if (r == k) it = item[k];
+    if (it < 0) return;
+    const uchar4 *img = reinterpret_cast<const uchar4 *>(a.images + (size_t)it * IN);
     float4 *row = reinterpret_cast<float4 *>(x + (size_t)b * IN);
-    if (lane == 0 && part == 0) labels[b] = a.all_labels[item];
+    if (lane == 0 && part == 0) labels[b] = a.all_labels[it];
 #pragma unroll 4
     for (int w = part * 32 + lane; w < IN / 4; w += 32 * PER_ROW) {
         const uchar4 p = __ldcs(img + w);   // read once an epoch: kept out of the way in L2
@@ -649,26 +674,43 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
 #endif
 }
 
-// A job of the head's phase: rows b0 .. b0 + FD_HEAD_ROWS - 1 (those below bs) of the head, from the
-// logits' shares the forward tiles left (fd_head_part), with step s + 1's rows b0 .. of the batch gathered
-// beside them (gather: into x and labels, those below gather_bs). In order:
-//   1. the rows of h and their logits' shares are put in flight into shared memory (cp.async), and the
-//      gather runs while they land;
-//   2. logit z[r][c] = b[c] + the shares of tile columns 0, 1, ... in order, a thread a logit;
-//   3. the loss and dz of each row, by the function every softmax path shares (softmax_xent.cuh);
-//   4. dh[r][k] = Σ_c dz[r][c] · W[c][k] · act'(h[r][k]), a float4 a thread at a time.
+// A job of the head's phase (step s): rows b0 .. b0 + FD_HEAD_ROWS - 1 (those below bs) of the head, from
+// the logits' shares the forward tiles left (fd_head_part), with step s + 1's rows b0 .. (those below
+// gather_bs) gathered beside them, into x and xlabels, and step s + 2's (those below pre_bs) prefetched
+// to L2 for the next step's job (fd_gather_prefetch). In order:
+//   1. the rows of h and their logits' shares are put in flight into shared memory (cp.async), the
+//      rows' biases and labels into registers; the gather runs while they land;
+//   2. (a warp a row, a lane a class) logit z = b + the shares of tile columns 0, 1, ... in order; then
+//      softmax_xent_row's arithmetic with its sums in the same order, so the same bits: the largest
+//      logit, the exponentials' sum in class order (every lane adds them all, taken from their lanes),
+//      dz and the loss;
+//   3. dh[r][k] = Σ_c dz[r][c] · W[c][k] · act'(h[r][k]), a float4 of columns a thread, W's values of
+//      each class taken once for all the job's rows.
 // The logits, dz, the losses and dh go to the trainer's buffers, as head.cuh's head_rows leaves them.
-// Why: the head's rows had been one round trip to memory after another (W, then h, then the 1024-long
-// sums across the block, then W and h again), with the gather's after them; here the job's loads are
-// all in flight at its start, the gather's among them, and its sums are a few dozen additions.
+// Why: the head's phase is a chain of waits (a round trip to L2, a __syncthreads, a run of dependent
+// arithmetic), each costing a fraction of a microsecond on the step's critical path: here the loads are
+// in flight at the job's start, the gather's among them (its pixels already in L2), the softmax is a
+// few shuffles on a warp instead of a thread's loop over the classes, and two __syncthreads separate
+// the three steps. (W is read from L2 where it is used: staged in shared memory, or in registers from
+// the job's start, it made the phase slower, dev/NOTES.md.)
+// d · w + s, a float4 of fmaf
+__device__ __forceinline__ float4 fd_fma4(float d, float4 w, float4 s) {
+    return make_float4(fmaf(d, w.x, s.x), fmaf(d, w.y, s.y), fmaf(d, w.z, s.z), fmaf(d, w.w, s.w));
+}
+static_assert(HEAD_MAX_C <= 32 && FD_HEAD_ROWS <= FD_THREADS / 32, "a lane a class, a warp a row");
 __device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a, int b0, int bs, const int *labels,
-                                            float *x, int *xlabels, int s, int gather_bs, int gather_mode) {
+                                            float *x, int *xlabels, int s, int gather_bs, int pre_bs,
+                                            int gather_mode) {
     const int L = a.L, IN = a.sizes[L - 1], C = a.sizes[L], TN = FD_HEAD_TILES(IN), tid = threadIdx.x;
-    const int rows = min(FD_HEAD_ROWS, bs - b0);
+    const int warp = tid / 32, lane = tid % 32, rows = min(FD_HEAD_ROWS, bs - b0);
     const float *W = a.params + a.w_off[L - 1], *bias = a.params + a.b_off[L - 1], *h = a.acts[L - 1];
-    // shared memory: the rows of h, their logits' shares [tile column][row][class], z and dz [row][class]
-    // (W is read from L2 where it is used: staged here first, its copy took longer than the job's other loads)
-    float *hs = smem, *ps = hs + FD_HEAD_ROWS * IN, *zs = ps + FD_HEAD_ROWS * TN * C, *dzs = zs + FD_HEAD_ROWS * C;
+    // shared memory: the rows of h, their logits' shares [tile column][row][class], dz [row][class]
+    float *hs = smem, *ps = hs + FD_HEAD_ROWS * IN, *dzs = ps + FD_HEAD_ROWS * TN * C;
+    int item[FD_HEAD_ROWS], pre[FD_HEAD_ROWS];
+    fd_gather_items(a, s + 1, b0, gather_bs, item);
+    fd_gather_items(a, s + 2, b0, pre_bs, pre);
+    float zb = 0.0f;
+    int lab = 0;
     if (rows > 0) {
         const unsigned sh = (unsigned)__cvta_generic_to_shared(smem);
         for (int t = tid; t < rows * IN / 4; t += FD_THREADS)   // the rows are consecutive in h
@@ -679,40 +721,62 @@ __device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a,
                    a.head_part + ((size_t)tn * a.B + b0) * C + rc, true);
         }
         mf_cp_commit();
+        if (warp < rows) {
+            zb = lane < C ? bias[lane] : 0.0f;
+            lab = labels[b0 + warp];
+        }
     }
-    if (b0 < gather_bs) fd_gather(a, x, xlabels, s + 1, b0, gather_bs, gather_mode);
+    fd_gather(a, x, xlabels, item, b0, gather_mode);
+    fd_gather_prefetch(a, pre);
     if (rows <= 0) return;
     mf_cp_wait<0>();
     __syncthreads();
-    if (tid < rows * C) {   // row tid / C, class tid % C
-        float z = bias[tid % C];
-        for (int tn = 0; tn < TN; tn++) z += ps[tn * FD_HEAD_ROWS * C + tid];
-        zs[tid] = z;
-        a.acts[L][(size_t)b0 * C + tid] = z;
+    if (warp < rows) {   // (warp-uniform: every lane takes part in the shuffles)
+        const int b = b0 + warp;
+        float z = -INFINITY;   // (lanes past the classes: nothing to the largest logit, 0 to the sum)
+        if (lane < C) {
+            z = zb;
+            for (int tn = 0; tn < TN; tn++) z += ps[tn * FD_HEAD_ROWS * C + warp * C + lane];
+            a.acts[L][(size_t)b * C + lane] = z;
+        }
+        float maxz = z;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) maxz = fmaxf(maxz, __shfl_xor_sync(0xffffffffu, maxz, o));
+        const float e = lane < C ? expf(z - maxz) : 0.0f;
+        float sum = 0.0f;
+        for (int c = 0; c < C; c++) sum += __shfl_sync(0xffffffffu, e, c);
+        const float zl = __shfl_sync(0xffffffffu, z, lab);
+        if (lane < C) {
+            const float d = (e / sum - (lane == lab ? 1.0f : 0.0f)) / bs;
+            dzs[warp * C + lane] = d;
+            a.dacts[L][(size_t)b * C + lane] = d;
+        }
+        if (lane == 0) a.losses[b] = logf(sum) + maxz - zl;
     }
     __syncthreads();
-    if (tid < rows) a.losses[b0 + tid] = softmax_xent_row(dzs + tid * C, zs + tid * C, labels[b0 + tid], C, bs);
-    __syncthreads();
-    if (tid < rows * C) a.dacts[L][(size_t)b0 * C + tid] = dzs[tid];
     float *dh = a.dacts[L - 1] + (size_t)b0 * IN, *dh_r = a.dacts_r[L - 1] ? a.dacts_r[L - 1] + (size_t)b0 * IN : NULL;
-    for (int t = tid; t < rows * IN / 4; t += FD_THREADS) {
-        const int r = t / (IN / 4), k = 4 * (t % (IN / 4));
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int q = tid; q < IN / 4; q += FD_THREADS) {   // columns 4q .. 4q + 3
+        float4 sum[FD_HEAD_ROWS];
+#pragma unroll
+        for (int r = 0; r < FD_HEAD_ROWS; r++) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+        // (c in order: the same sums as head.cuh's; dz of rows past the batch is never written, nor their dh)
         for (int c = 0; c < C; c++) {
-            const float d = dzs[r * C + c];
-            const float4 w = *reinterpret_cast<const float4 *>(W + (size_t)c * IN + k);
-            sum.x = fmaf(d, w.x, sum.x);
-            sum.y = fmaf(d, w.y, sum.y);
-            sum.z = fmaf(d, w.z, sum.z);
-            sum.w = fmaf(d, w.w, sum.w);
+            const float4 w = *reinterpret_cast<const float4 *>(W + (size_t)c * IN + 4 * q);
+#pragma unroll
+            for (int r = 0; r < FD_HEAD_ROWS; r++) sum[r] = fd_fma4(dzs[r * C + c], w, sum[r]);
         }
-        const float4 y = reinterpret_cast<const float4 *>(hs)[t];
-        sum.x *= activation_grad_from_output(y.x, a.act);
-        sum.y *= activation_grad_from_output(y.y, a.act);
-        sum.z *= activation_grad_from_output(y.z, a.act);
-        sum.w *= activation_grad_from_output(y.w, a.act);
-        reinterpret_cast<float4 *>(dh)[t] = sum;
-        if (dh_r) reinterpret_cast<float4 *>(dh_r)[t] = mf_round_tf32(sum);
+#pragma unroll
+        for (int r = 0; r < FD_HEAD_ROWS; r++) {
+            if (r >= rows) break;
+            const float4 y = reinterpret_cast<const float4 *>(hs + r * IN)[q];
+            float4 v = sum[r];
+            v.x *= activation_grad_from_output(y.x, a.act);
+            v.y *= activation_grad_from_output(y.y, a.act);
+            v.z *= activation_grad_from_output(y.z, a.act);
+            v.w *= activation_grad_from_output(y.w, a.act);
+            reinterpret_cast<float4 *>(dh + (size_t)r * IN)[q] = v;
+            if (dh_r) reinterpret_cast<float4 *>(dh_r + (size_t)r * IN)[q] = mf_round_tf32(v);
+        }
     }
     __syncthreads();   // the shared memory is the next job's
 }
@@ -870,8 +934,11 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
     // the first step's batch into xbuf[0]
     {
         const int bs0 = a.n == 1 ? a.last_bs : B;
-        for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_HEAD_ROWS); j += G)
-            fd_gather(a, a.xbuf[0], a.labbuf[0], s0, j * FD_HEAD_ROWS, bs0, GATHER);
+        for (int j = blockIdx.x; j < CEIL_DIV(bs0, FD_HEAD_ROWS); j += G) {
+            int item[FD_HEAD_ROWS];
+            fd_gather_items(a, s0, j * FD_HEAD_ROWS, bs0, item);
+            fd_gather(a, a.xbuf[0], a.labbuf[0], item, j * FD_HEAD_ROWS, GATHER);
+        }
     }
     fd_grid_sync<TMA>(sync_target);
 
@@ -880,6 +947,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
         const int next_bs = i + 1 == a.n - 1 ? a.last_bs : B;
         float *x = a.xbuf[p];
         ph = 0;
+        const int gather_bs = i + 1 < a.n ? next_bs : 0;
 
         // ---- F_0 .. F_{L-2}: the hidden layers
         for (int l = 0; l < L - 1; l++) {
@@ -922,11 +990,12 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
         // ---- H: the head's rows, FD_HEAD_ROWS a job, and the next step's batch into the other buffer
         {
             FD_STAMP(0);
-            const int gather_bs = i + 1 < a.n ? next_bs : 0;
+            // (and the rows of the step after the next, those of this run, prefetched to L2 for the next step's)
+            const int pre_bs = i + 2 < a.n ? (i + 2 == a.n - 1 ? a.last_bs : B) : 0;
             const int jobs = CEIL_DIV(max(bs, gather_bs), FD_HEAD_ROWS);
             for (int j = blockIdx.x; j < jobs; j += G)
                 fd_head_job(fdsm, a, j * FD_HEAD_ROWS, bs, a.labbuf[p], a.xbuf[1 - p], a.labbuf[1 - p], s, gather_bs,
-                            GATHER);
+                            pre_bs, GATHER);
             FD_STAMP(1);
             fd_grid_sync<TMA>(sync_target);
         }
@@ -1098,8 +1167,8 @@ static inline size_t fused_deep_dacts_r(const int *sizes, int L, int B, float *b
 static inline size_t fused_deep_head_part_floats(const int *sizes, int L, int B) {
     return (size_t)FD_HEAD_TILES(sizes[L - 1]) * B * sizes[L];
 }
-static_assert(FD_HEAD_ROWS * (FD_MAX_WIDTH + (FD_MAX_WIDTH / FD_FB_BN + 2) * HEAD_MAX_C) + 3 <= FD_SMEM_FLOATS,
-              "fd_head_job's rows of h, logits' shares, z and dz fit in the shared memory");
+static_assert(FD_HEAD_ROWS * (FD_MAX_WIDTH + (FD_MAX_WIDTH / FD_FB_BN + 1) * HEAD_MAX_C) <= FD_SMEM_FLOATS,
+              "fd_head_job's rows of h, logits' shares and dz fit in the shared memory");
 
 // a launch of the kernel on `blocks` blocks in stream: cooperative (every block at once, which the grid
 // barrier needs), and with tma 3 in clusters of FD_KS blocks along x (the cluster attribute first)
