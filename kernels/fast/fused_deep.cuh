@@ -112,7 +112,9 @@ as the GPU holds at once).
 #define FD_FB_ST 4
 #endif
 // weight gradients (OUT x IN, K = B): 128 x 128 tiles, 64 x 32 a warp (1024 x 1024 makes 64 tiles,
-// 1024 x 784 56), their SGD step in the epilogue.
+// 1024 x 784 56), their SGD step in the epilogue; K steps of FD_W_BK_TF32 in the TF32 kernel (the
+// larger step was faster in its wide epoch; its pipeline then takes more shared memory, which the
+// other precisions' kernels, not measured with it, do not ask for: fd_w_bk), FD_W_BK in the others.
 #ifndef FD_W_BM
 #define FD_W_BM 128
 #endif
@@ -121,6 +123,9 @@ as the GPU holds at once).
 #endif
 #ifndef FD_W_BK
 #define FD_W_BK 16
+#endif
+#ifndef FD_W_BK_TF32
+#define FD_W_BK_TF32 32
 #endif
 #ifndef FD_W_WM
 #define FD_W_WM 64
@@ -135,17 +140,26 @@ static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 == FD_THREADS, 
 static_assert((FD_W_BM / FD_W_WM) * (FD_W_BN / FD_W_WN) * 32 == FD_THREADS, "8 warps a weight-gradient tile");
 static_assert((FD_THREADS / 32) % FD_HEAD_ROWS == 0, "whole warps a row of the gather");
 
-// floats of dynamic shared memory: the largest of the tiles' pipelines (the weight-gradient tile
-// staged for its epilogue fits in its own), and the head layer's weight-gradient jobs (fd_head_dweight)
+// the weight-gradient tiles' K step in a kernel of precision PREC (MF_FP32_PIXELS's tiles are the
+// 3xTF32 kernel's)
+__host__ __device__ constexpr int fd_w_bk(int prec) { return prec == MF_TF32_ROUND ? FD_W_BK_TF32 : FD_W_BK; }
+
+// floats of dynamic shared memory of the kernel whose weight-gradient tiles step K by w_bk: the largest
+// of the tiles' pipelines (the weight-gradient tile staged for its epilogue fits in its own), and the
+// head layer's weight-gradient jobs (fd_head_dweight)
 __host__ __device__ constexpr int fd_max(int a, int b) { return a > b ? a : b; }
-#define FD_SMEM_FLOATS                                                                                     \
-    fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8),                   \
-                  mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),                 \
-           fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, FD_W_BK, FD_W_ST, false, false, 8), FD_HDW_FLOATS))
+__host__ __device__ constexpr int fd_smem_floats(int w_bk) {
+    return fd_max(fd_max(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8),
+                         mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, false, 8)),
+                  fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, w_bk, FD_W_ST, false, false, 8), FD_HDW_FLOATS));
+}
+// the smallest of them, what every kernel has
+#define FD_SMEM_FLOATS fd_smem_floats(FD_W_BK_TF32 < FD_W_BK ? FD_W_BK_TF32 : FD_W_BK)
 
 // where the last hidden layer's forward tiles keep W_{L-1}'s columns of their outputs (HEAD_MAX_C rows
 // of FD_FB_BN + 4 floats: fd_head_w_load): the end of the dynamic shared memory, past the tiles' pipelines
-#define FD_HEAD_W_OFF (FD_SMEM_FLOATS - HEAD_MAX_C * (FD_FB_BN + 4))
+__host__ __device__ constexpr int fd_head_w_off(int w_bk) { return fd_smem_floats(w_bk) - HEAD_MAX_C * (FD_FB_BN + 4); }
+#define FD_HEAD_W_OFF fd_head_w_off(FD_W_BK_TF32 < FD_W_BK ? FD_W_BK_TF32 : FD_W_BK)   // (the smallest)
 static_assert(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8) <= FD_HEAD_W_OFF,
               "the forward tiles' pipeline ends before W_{L-1}'s columns");
 
@@ -397,7 +411,8 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
                                         int m0, int n0, const MatmulFastEpi &epi, bool keep,
                                         const FdHeadPart &hp = FdHeadPart{}) {
     FD_PROF_TILE_START
-    if (hp.part) fd_head_w_load<BN>(hp, smem + FD_HEAD_W_OFF, N, n0);   // (landed by the mainloop's last wait)
+    constexpr int W_OFF = fd_head_w_off(fd_w_bk(PREC));
+    if (hp.part) fd_head_w_load<BN>(hp, smem + W_OFF, N, n0);   // (landed by the mainloop's last wait)
     float acc[WM / 16][WN / 8][4];
     mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
     FD_PROF_TILE_LOOP
@@ -422,7 +437,7 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             }
         }
     } else {
-        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi, hp, smem + FD_HEAD_W_OFF);
+        fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi, hp, smem + W_OFF);
     }
     __syncthreads();   // the shared memory is the next job's
     FD_PROF_TILE_END(BM == FD_W_BM && BN == FD_W_BN ? 1 : 0)
@@ -544,7 +559,8 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
     const unsigned rank = KS == 1 ? 0 : mf_cluster_rank();
     const int tid = threadIdx.x, ntk = CEIL_DIV(K, 32), t0 = (int)rank * ntk / KS;
     const int nt = ((int)rank + 1) * ntk / KS - t0;   // this block's k-tiles: t0 .. t0 + nt - 1 (nt may be 0)
-    if (hp.part) fd_head_w_load<FD_TMA_BO>(hp, smem + FD_HEAD_W_OFF, N, n0);   // (waited for before the epilogue)
+    constexpr int W_OFF = fd_head_w_off(fd_w_bk(MF_TF32_ROUND));   // (a TF32 kernel's tile)
+    if (hp.part) fd_head_w_load<FD_TMA_BO>(hp, smem + W_OFF, N, n0);   // (waited for before the epilogue)
     float acc[16 * KS];   // the products' sums (warpgroup 0)
 #pragma unroll
     for (int i = 0; i < 16 * KS; i++) acc[i] = 0.0f;
@@ -668,7 +684,7 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
     }
     __syncthreads();
     fd_epi_tile<FD_TMA_BB, FD_TMA_BO>(reinterpret_cast<float4 *>(out), C, M, N, m0 + (int)rank * FD_TMA_BB, n0, epi,
-                                      hp, smem + FD_HEAD_W_OFF, Cr);
+                                      hp, smem + W_OFF, Cr);
     __syncthreads();   // the shared memory is the next job's (split: once the others are done with it too)
     if constexpr (KS > 1) mf_cluster_wait();
 #endif
@@ -1065,13 +1081,13 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 #endif
                     if constexpr (PIXELS) {
                         if (ll == 0) {
-                            fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
+                            fd_tile<MF_FP32_PIXELS, false, false, FD_W_BM, FD_W_BN, fd_w_bk(PREC), FD_W_WM, FD_W_WN, FD_W_ST>(
                                 fdsm, a.grads + a.w_off[0], a.dacts[1], x, M, N, bs, (k / wn) * FD_W_BM,
                                 (k % wn) * FD_W_BN, epi, i == a.n - 1);
                             continue;
                         }
                     }
-                    fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, FD_W_BK, FD_W_WM, FD_W_WN, FD_W_ST>(
+                    fd_tile<PREC, false, false, FD_W_BM, FD_W_BN, fd_w_bk(PREC), FD_W_WM, FD_W_WN, FD_W_ST>(
                         fdsm, a.grads + a.w_off[ll], a.dacts[ll + 1], ll == 0 ? x : a.acts[ll], M, N, bs,
                         (k / wn) * FD_W_BM, (k % wn) * FD_W_BN, epi, i == a.n - 1);
                     continue;
@@ -1219,7 +1235,7 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     f.tma = fused_deep_tma(prec);
-    const size_t smem = sizeof(float) * (size_t)FD_SMEM_FLOATS;
+    const size_t smem = sizeof(float) * (size_t)fd_smem_floats(fd_w_bk(prec == 1 ? MF_TF32_ROUND : MF_TF32X3));
     if (smem > (size_t)optin)
         return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
     const void *kernel = fused_deep_kernel_for(prec, f.tma);
