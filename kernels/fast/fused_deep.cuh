@@ -84,8 +84,10 @@ as the GPU holds at once).
 #define FD_MAX_B 512        // rows of a batch
 #define FD_MAX_WIDTH 2048   // hidden units of a layer
 #define FD_COLS 128         // columns of a column-sum job: a float4 a lane
+#ifndef FD_HEAD_ROWS
 #define FD_HEAD_ROWS 2      // rows of the batch a job of the head's phase takes (fd_head_job), and
-                            // rows of the next batch it gathers beside them
+#endif                      // rows of the next batch it gathers beside them (1, 2 or 4: the shared
+                            // memory holds no more rows of the widest layer)
 #define FD_HDW_FLOATS (8 * 16 * 32 * 4 + FD_MAX_B * 16)   // fd_head_dweight's partial sums, then dz of 16 classes
 
 // The tiles. Rows x columns of the product's output, K step, warp tile, pipeline stages (each may be
@@ -1235,7 +1237,7 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     f.tma = fused_deep_tma(prec);
-    const size_t smem = sizeof(float) * (size_t)fd_smem_floats(fd_w_bk(prec == 1 ? MF_TF32_ROUND : MF_TF32X3));
+    const size_t smem = sizeof(float) * (size_t)fd_smem_floats(fd_w_bk(prec == 1 ? (int)MF_TF32_ROUND : (int)MF_TF32X3));
     if (smem > (size_t)optin)
         return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
     const void *kernel = fused_deep_kernel_for(prec, f.tma);
