@@ -156,12 +156,13 @@ __host__ __device__ constexpr int fd_smem_floats(int w_bk) {
                   fd_max(mf_smem_floats(FD_W_BM, FD_W_BN, w_bk, FD_W_ST, false, false, 8), FD_HDW_FLOATS));
 }
 // the smallest of them, what every kernel has
-#define FD_SMEM_FLOATS fd_smem_floats(FD_W_BK_TF32 < FD_W_BK ? FD_W_BK_TF32 : FD_W_BK)
+#define FD_W_BK_MIN (FD_W_BK_TF32 < FD_W_BK ? FD_W_BK_TF32 : FD_W_BK)
+#define FD_SMEM_FLOATS fd_smem_floats(FD_W_BK_MIN)
 
 // where the last hidden layer's forward tiles keep W_{L-1}'s columns of their outputs (HEAD_MAX_C rows
 // of FD_FB_BN + 4 floats: fd_head_w_load): the end of the dynamic shared memory, past the tiles' pipelines
 __host__ __device__ constexpr int fd_head_w_off(int w_bk) { return fd_smem_floats(w_bk) - HEAD_MAX_C * (FD_FB_BN + 4); }
-#define FD_HEAD_W_OFF fd_head_w_off(FD_W_BK_TF32 < FD_W_BK ? FD_W_BK_TF32 : FD_W_BK)   // (the smallest)
+#define FD_HEAD_W_OFF fd_head_w_off(FD_W_BK_MIN)   // (the smallest)
 static_assert(mf_smem_floats(FD_FB_BM, FD_FB_BN, FD_FB_BK, FD_FB_ST, true, true, 8) <= FD_HEAD_W_OFF,
               "the forward tiles' pipeline ends before W_{L-1}'s columns");
 
