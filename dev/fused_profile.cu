@@ -27,7 +27,8 @@ training set instead of random bytes, e.g. data/fashion-mnist (the trainer's wid
 the pixels' values: dev/NOTES.md).
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
-and the mean over the blocks, and how long block 0 then waits at the barrier.
+and the mean over the blocks, how long block 0 then waits at the barrier, and which block was the
+slowest (its jobs: the phase's order in fused_deep_kernel).
 Built with -DMF_PROF_LOOP (rm -f dev/bin/fused_profile, since make does not see a change of flags, then
 make dev/bin/fused_profile NVCCFLAGS="-O3 -lineinfo -DMF_PROF_LOOP"), it also prints the deep step's tiles, forward/dinp and weight
 gradient apart, as means over every tile of every launch: a tile's time, its mainloop's, how much of
@@ -155,7 +156,8 @@ int main(int argc, char **argv) {
     if (m.fused.deep) {   // kernels/fast/fused_deep.cuh: a start and an end stamp per phase
         const int PP = fd_prof_points(L), G = m.fused.blocks, phases = PP / 2;
         const std::vector<long long> h = stamped_run(PP);
-        printf("%-8s %12s %12s %12s %14s\n", "phase", "block 0 ns", "slowest ns", "mean ns", "block 0 waits");
+        printf("%-8s %12s %12s %12s %14s %8s\n", "phase", "block 0 ns", "slowest ns", "mean ns", "block 0 waits",
+               "slowest");
         double total0 = 0;
         for (int k = 0; k < phases; k++) {
             char name[16];
@@ -178,8 +180,9 @@ int main(int argc, char **argv) {
             double mean = 0;
             for (double x : meds) mean += x / G;
             total0 += meds[0] + wait0;
-            printf("%-8s %12.0f %12.0f %12.0f %14.0f\n", name, meds[0], *std::max_element(meds.begin(), meds.end()),
-                   mean, wait0);
+            const auto worst = std::max_element(meds.begin(), meds.end());
+            printf("%-8s %12.0f %12.0f %12.0f %14.0f %8d\n", name, meds[0], *worst, mean, wait0,
+                   (int)(worst - meds.begin()));
         }
         printf("%-8s %12.0f  (block 0: jobs and waits)\n", "a step", total0);
 #ifdef MF_PROF_LOOP   // the tiles' profile (every launch above), means over the blocks' tiles, ns

@@ -84,6 +84,10 @@ as the GPU holds at once).
 #define FD_MAX_B 512        // rows of a batch
 #define FD_MAX_WIDTH 2048   // hidden units of a layer
 #define FD_COLS 128         // columns of a column-sum job: a float4 a lane
+#ifndef FD_COL_UNROLL
+#define FD_COL_UNROLL 4     // rows a warp of a column job has in flight at once (fd_bias, fd_head_dweight)
+#endif
+constexpr int fd_col_unroll = FD_COL_UNROLL;   // (what the loops' unroll pragma can name)
 #ifndef FD_HEAD_ROWS
 #define FD_HEAD_ROWS 2      // rows of the batch a job of the head's phase takes (fd_head_job), and
 #endif                      // rows of the next batch it gathers beside them (1, 2 or 4: the shared
@@ -137,6 +141,12 @@ as the GPU holds at once).
 #endif
 #ifndef FD_W_ST
 #define FD_W_ST 4
+#endif
+// R > 0: the TF32 kernel's weight-gradient tiles bring W and its momentum into shared memory by
+// cp.async for their SGD epilogue, at most R float4s of each a thread a round (FdSgdStage); 0: loaded
+// into registers a float4 at a time, as the other precisions' kernels do
+#ifndef FD_SGD_STAGE_TF32
+#define FD_SGD_STAGE_TF32 4
 #endif
 static_assert((FD_FB_BM / FD_FB_WM) * (FD_FB_BN / FD_FB_WN) * 32 == FD_THREADS, "8 warps a forward tile");
 static_assert((FD_W_BM / FD_W_WM) * (FD_W_BN / FD_W_WN) * 32 == FD_THREADS, "8 warps a weight-gradient tile");
@@ -409,6 +419,36 @@ __device__ __forceinline__ void fd_epi_tile(float4 *red, float *C, int M, int N,
     }
 }
 
+// The SGD epilogue's W and momentum through shared memory (FD_SGD_STAGE_TF32). A thread's float4s of
+// the tile are e4 = threadIdx.x + e * FD_THREADS, e = 0 .. E4 - 1; a round stages R of them of W and R of
+// the momentum, all of a round's copies in flight at once, where a float4 at a time from registers waits
+// on each load in turn. Each thread reads back only what it copied (cp.async.wait_group makes a
+// thread's own copies visible to it), so the rounds need no barrier. FREE: the floats of shared memory
+// the tile leaves free after its staged sums; RMAX: FD_SGD_STAGE_TF32.
+template <int BM, int BN, int FREE, int RMAX>
+struct FdSgdStage {
+    static constexpr int E4 = BM * BN / 4 / FD_THREADS;
+    static constexpr int fit(int r) {   // the largest power of two up to r that divides E4 and fits
+        return (E4 % r == 0 && 2 * r * 4 * FD_THREADS <= FREE) || r == 1 ? r : fit(r / 2);
+    }
+    static constexpr int R = fit(RMAX < E4 ? RMAX : E4);
+    static_assert(2 * R * 4 * FD_THREADS <= FREE, "a round's copies fit past the staged sums");
+
+    // round r0 / R's copies into st (R float4s of W, then R of the momentum, FD_THREADS apart)
+    __device__ __forceinline__ static void issue(float *st, const MatmulFastSgd &sg, int M, int N, int m0, int n0,
+                                                 int r0) {
+#pragma unroll
+        for (int b = 0; b < R; b++) {
+            const int e4 = threadIdx.x + (r0 + b) * FD_THREADS, m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+            const bool ok = m < M && n < N;
+            const size_t i = ok ? (size_t)m * N + n : 0;
+            mf_cp16(st + 4 * (b * FD_THREADS + threadIdx.x), sg.param + i, ok);
+            mf_cp16(st + 4 * ((R + b) * FD_THREADS + threadIdx.x), sg.mbuf + i, ok);
+        }
+        mf_cp_commit();
+    }
+};
+
 template <int PREC, bool A_KC, bool B_KC, int BM, int BN, int BK, int WM, int WN, int ST>
 __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, const float *B, int M, int N, int K,
                                         int m0, int n0, const MatmulFastEpi &epi, bool keep,
@@ -419,10 +459,40 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
     float acc[WM / 16][WN / 8][4];
     mf_mma_sums<BM, BN, BK, WM, WN, ST, A_KC, B_KC, PREC>(acc, smem, A, B, M, N, K, m0, n0, 0, K, true);
     FD_PROF_TILE_LOOP
+    // The staged SGD epilogue (the TF32 kernel's weight-gradient tiles): its first round's copies go out
+    // before the sums are staged, into the shared memory past them, which the mainloop has left free
+    // (the head's W region at the end among it: only a forward tile uses that, within the tile).
+    constexpr int SGD_FREE = fd_smem_floats(fd_w_bk(PREC)) - BM * BN;
+    using Stage = FdSgdStage<BM, BN, SGD_FREE, (FD_SGD_STAGE_TF32 > 0 ? FD_SGD_STAGE_TF32 : 1)>;
+    constexpr bool STAGED = FD_SGD_STAGE_TF32 > 0 && PREC == MF_TF32_ROUND && BM == FD_W_BM && BN == FD_W_BN;
+    float *sgd_st = smem + BM * BN;
+    if (STAGED && epi.kind == MF_EPI_SGD) Stage::issue(sgd_st, epi.sgd, M, N, m0, n0, 0);
     mf_mma_stage<BM, BN, WM, WN>(acc, smem);
     __syncthreads();
     float4 *red = reinterpret_cast<float4 *>(smem);
-    if (epi.kind == MF_EPI_SGD) {
+    if (STAGED && epi.kind == MF_EPI_SGD) {
+        const MatmulFastSgd &sg = epi.sgd;
+        const float4 *sw = reinterpret_cast<const float4 *>(sgd_st);
+        for (int r0 = 0; r0 < Stage::E4; r0 += Stage::R) {
+            if (r0 > 0) Stage::issue(sgd_st, sg, M, N, m0, n0, r0);   // (the round before has been used)
+            mf_cp_wait<0>();
+#pragma unroll
+            for (int b = 0; b < Stage::R; b++) {
+                const int e4 = threadIdx.x + (r0 + b) * FD_THREADS, m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
+                if (m >= M || n >= N) continue;
+                const size_t i = (size_t)m * N + n;
+                float4 w = sw[b * FD_THREADS + threadIdx.x], mb = sw[(Stage::R + b) * FD_THREADS + threadIdx.x];
+                const float4 g = red[e4];
+                sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
+                *reinterpret_cast<float4 *>(sg.param + i) = w;
+                *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
+                if (keep) {
+                    *reinterpret_cast<float4 *>(C + i) = g;
+                    if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
+                }
+            }
+        }
+    } else if (epi.kind == MF_EPI_SGD) {
         const MatmulFastSgd &sg = epi.sgd;
 #pragma unroll 2
         for (int e4 = threadIdx.x; e4 < BM * BN / 4; e4 += FD_THREADS) {
@@ -807,7 +877,7 @@ __device__ __forceinline__ void fd_bias(float *smem, const FusedDeepArgs &a, int
     const int N = a.sizes[l + 1], lane = threadIdx.x % 32, warp = threadIdx.x / 32, c = c0 + 4 * lane;
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
     if (c < N) {
-#pragma unroll 4
+#pragma unroll fd_col_unroll
         for (int b = warp; b < bs; b += FD_THREADS / 32) {
             const float4 v = *reinterpret_cast<const float4 *>(dout + (size_t)b * N + c);
             s.x += v.x;
@@ -828,10 +898,14 @@ __device__ __forceinline__ void fd_bias(float *smem, const FusedDeepArgs &a, int
             g.z += p.z;
             g.w += p.w;
         }
-        float *bias = a.params + a.b_off[l], *mb = a.mbuf + a.b_off[l];
+        // (b's four values and their momentum in two 16-byte loads, both in flight at once)
+        float4 *bias = reinterpret_cast<float4 *>(a.params + a.b_off[l] + c);
+        float4 *mb = reinterpret_cast<float4 *>(a.mbuf + a.b_off[l] + c);
+        float4 w = *bias, m = *mb;
         *reinterpret_cast<float4 *>(a.grads + a.b_off[l] + c) = g;
-#pragma unroll
-        for (int j = 0; j < 4; j++) sgd_one(bias[c + j], (&g.x)[j], mb[c + j], a.lr, a.mu, a.wd);
+        sgd_four(w, g, m, a.lr, a.mu, a.wd);
+        *bias = w;
+        *mb = m;
     }
     __syncthreads();
 }
@@ -858,7 +932,7 @@ __device__ __forceinline__ void fd_head_dweight(float *smem, const FusedDeepArgs
 #pragma unroll
         for (int k = 0; k < 16; k++) s[k] = make_float4(0.f, 0.f, 0.f, 0.f);
         if (c < IN) {
-#pragma unroll 4
+#pragma unroll fd_col_unroll
             for (int b = warp; b < bs; b += FD_THREADS / 32) {
                 float4 v = *reinterpret_cast<const float4 *>(h + (size_t)b * IN + c);
                 v = make_float4(fd_operand<PREC>(v.x), fd_operand<PREC>(v.y), fd_operand<PREC>(v.z),
@@ -887,12 +961,16 @@ __device__ __forceinline__ void fd_head_dweight(float *smem, const FusedDeepArgs
                     g.z += p.z;
                     g.w += p.w;
                 }
+                // (W's four values and their momentum in two 16-byte loads, both in flight at once)
                 const size_t o = a.w_off[l] + (size_t)(k0 + k) * IN + cc;
-                if (keep) *reinterpret_cast<float4 *>(a.grads + o) = g;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    sgd_one(a.params[o + j], (&g.x)[j], a.mbuf[o + j], a.lr, a.mu, a.wd);
-                    if (keep && a.params_tf32) a.params_tf32[o + j] = round_tf32(a.params[o + j]);
+                float4 *wp = reinterpret_cast<float4 *>(a.params + o), *mp = reinterpret_cast<float4 *>(a.mbuf + o);
+                float4 w = *wp, m = *mp;
+                sgd_four(w, g, m, a.lr, a.mu, a.wd);
+                *wp = w;
+                *mp = m;
+                if (keep) {
+                    *reinterpret_cast<float4 *>(a.grads + o) = g;
+                    if (a.params_tf32) *reinterpret_cast<float4 *>(a.params_tf32 + o) = mf_round_tf32(w);
                 }
             }
         }
