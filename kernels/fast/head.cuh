@@ -21,7 +21,7 @@ rows from start to end:
      warp, and one thread per logit adds the warps' sums in order, plus the bias;
   2. one thread per row computes the loss and dlogits with softmax_xent_row (softmax_xent.cuh),
      the function every softmax path here uses;
-  3. the threads split the rows' dh, a float4 each.
+  3. each thread the dh of every row at its k of step 1, W's values there loaded once for them.
 Every sum runs in a fixed order: the results are the same bits on every run. (A first version
 gave each row one warp that walked its k alone: many times slower, because each warp waited for
 one round of loads after another: dev/NOTES.md.)
@@ -51,8 +51,8 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 
 // Rows b0 .. b0 + HEAD_ROWS - 1 (those below B) of the head, by a block of HEAD_THREADS threads, all of
 // which call it. MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0,
-// aligned rows). head_kernel runs one group of rows a block; the fused step of deeper models
-// (kernels/fast/fused_deep.cuh) runs them in turn.
+// aligned rows). head_kernel runs one group of rows a block (the fused steps have heads of their own:
+// fused_step.cuh, fused_deep.cuh's fd_head_job).
 // dh_bf16: NULL, or (B, IN) where dh is stored again, rounded to BF16 (-x 2's copy of the operand the
 // next products read: kernels/fast/mma_bf16.cuh); dh_tf32 likewise, rounded to TF32 (-x 1's for the
 // K-major kernel: train_mlp_fast.cu, model_tf32k).
@@ -128,43 +128,49 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
     }
     if (dh == NULL) return;  // a one-layer model: h is the data, it needs no gradient
 
-    // 3. dh_b[k] = Σ_c dz[c] · W[c][k] · act'(h_b[k]), a float4 (or a float) of one row per thread and step
-    const int per_row = vec ? IN / 4 : IN;
-    for (int i = tid; i < rows * per_row; i += HEAD_THREADS) {
-        const int r = i / per_row, k = (i % per_row) * (vec ? 4 : 1);
-        const size_t o = (size_t)(b0 + r) * IN + k;
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    // 3. dh_b[k] = Σ_c dz[c] · W[c][k] · act'(h_b[k]), at the thread's k of step 1 (float4s, or floats):
+    //    W's values there loaded once for all the block's rows, as in step 1 (where each thread took a
+    //    float4 of one row, it read W's column anew for each row, one round trip to L2 after another)
+    for (int k = vec ? 4 * tid : tid; k < IN; k += step) {
+        float4 w[MAXC];
 #pragma unroll
         for (int c = 0; c < MAXC; c++) {
-            if (c < C) {
-                const float *wc = W + (size_t)c * IN + k;
-                const float d = dz[r][c];
-                if (vec) {
-                    const float4 w = *reinterpret_cast<const float4 *>(wc);
-                    s.x = fmaf(d, w.x, s.x);
-                    s.y = fmaf(d, w.y, s.y);
-                    s.z = fmaf(d, w.z, s.z);
-                    s.w = fmaf(d, w.w, s.w);
-                } else {
-                    s.x = fmaf(d, wc[0], s.x);
+            const float *wc = W + (size_t)c * IN + k;
+            w[c] = c >= C ? make_float4(0.f, 0.f, 0.f, 0.f)
+                 : vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int r = 0; r < HEAD_ROWS; r++) {
+            if (r >= rows) break;
+            const size_t o = (size_t)(b0 + r) * IN + k;
+            float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int c = 0; c < MAXC; c++) {
+                if (c < C) {
+                    const float d = dz[r][c];
+                    s.x = fmaf(d, w[c].x, s.x);
+                    s.y = fmaf(d, w[c].y, s.y);
+                    s.z = fmaf(d, w[c].z, s.z);
+                    s.w = fmaf(d, w[c].w, s.w);
                 }
             }
-        }
-        if (vec) {
-            const float4 y = *reinterpret_cast<const float4 *>(h + o);
-            s.x *= activation_grad_from_output(y.x, act);
-            s.y *= activation_grad_from_output(y.y, act);
-            s.z *= activation_grad_from_output(y.z, act);
-            s.w *= activation_grad_from_output(y.w, act);
-            *reinterpret_cast<float4 *>(dh + o) = s;
-            if (dh_bf16)
-                *reinterpret_cast<uint2 *>(dh_bf16 + o) = make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
-            if (dh_tf32) *reinterpret_cast<float4 *>(dh_tf32 + o) = mf_round_tf32(s);
-        } else {
-            const float v = s.x * activation_grad_from_output(h[o], act);
-            dh[o] = v;
-            if (dh_bf16) dh_bf16[o] = mf_bf16_bits(v);
-            if (dh_tf32) dh_tf32[o] = round_tf32(v);
+            if (vec) {
+                const float4 y = *reinterpret_cast<const float4 *>(h + o);
+                s.x *= activation_grad_from_output(y.x, act);
+                s.y *= activation_grad_from_output(y.y, act);
+                s.z *= activation_grad_from_output(y.z, act);
+                s.w *= activation_grad_from_output(y.w, act);
+                *reinterpret_cast<float4 *>(dh + o) = s;
+                if (dh_bf16)
+                    *reinterpret_cast<uint2 *>(dh_bf16 + o) =
+                        make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
+                if (dh_tf32) *reinterpret_cast<float4 *>(dh_tf32 + o) = mf_round_tf32(s);
+            } else {
+                const float v = s.x * activation_grad_from_output(h[o], act);
+                dh[o] = v;
+                if (dh_bf16) dh_bf16[o] = mf_bf16_bits(v);
+                if (dh_tf32) dh_tf32[o] = round_tf32(v);
+            }
         }
     }
 }
