@@ -23,7 +23,9 @@ Then it prints one table and writes dev/out/bench.json, dev/out/bench.csv and
 dev/out/bench.md (a markdown table for the README, titled with the GPU's name and the date),
 and the pass/fail of the targets of issues 6 and 21 (speed-ups over PyTorch, epoch times, and
 test accuracy within 0.5 points of PyTorch eager's, mean over the seeds, for every run of ours:
-BF16 too, against eager's FP32).
+BF16 too, against eager's FP32). The accuracy-only runs of the other seeds (--acc-seeds) come last
+and take about as long as the rest; before them it prints and writes all of that once already,
+bench.md marked interim, so that a run cut off during them still leaves the timing table.
 
 Our trainer's CSV log (header kind,epoch,step,loss,accuracy,ms,samples_per_s,mem_mb):
   epoch rows give each epoch's training time (ms, eval excluded); the first --warmup of them
@@ -38,6 +40,7 @@ epoch time over ours, same configuration.
 """
 
 import argparse
+import copy
 import csv
 import datetime
 import gzip
@@ -478,6 +481,9 @@ def pytorch_start_text(records, seed):
 
 def markdown(records, targets, meta):
     out = ["### mlp.cu vs PyTorch on %s, %s" % (meta["gpu"] or "unknown GPU", meta["date"]), ""]
+    if meta.get("interim"):
+        out += ["**Interim:** written before the accuracy runs of seeds %d-%d, so the accuracy targets count "
+                "seed %d alone; the finished run rewrites this file." % (meta["interim"] + (meta["seed"],)), ""]
     fp32_peak, tf32_peak, bf16_peak = peaks_for(meta["gpu"])
     start = pytorch_start_text(records, meta["seed"])
     out.append("%s, %s training images, %d epochs per run (the first %d a warm-up; median of the rest), "
@@ -538,6 +544,46 @@ def write_outputs(records, targets, meta, out_dir):
 # main
 
 
+def report(records, args, gpu, n_train, date, interim):
+    """The table, the targets and bench.{json,csv,md} from the records; interim: before the accuracy runs
+    of the other seeds (bench.md says so; the final call rewrites the files). Returns the targets."""
+    pt_gpus = [r.get("gpu") for r in records if r.get("impl") == "pytorch" and r.get("gpu")]
+    if not gpu and pt_gpus:
+        gpu = pt_gpus[0]
+    if gpu and pt_gpus and pt_gpus[0] != gpu:
+        print("warning: PyTorch ran on %r, nvidia-smi says %r" % (pt_gpus[0], gpu))
+    torch_version = next((r.get("torch") for r in records if r.get("torch")), None)
+    for r in records:
+        if r.get("impl") != "pytorch" and not r.get("gpu"):
+            r["gpu"] = gpu
+        # samples/s and TFLOP/s from the median epoch time, the same way for every row
+        n = r.get("n_train") or n_train
+        if ok_time(r) and n and r["config"] in CONFIGS:
+            r["samples_per_s"] = n / r["epoch_s_median"]
+            r["tflops"] = flops_per_sample(CONFIGS[r["config"]]["sizes"]) * n / r["epoch_s_median"] / 1e12
+    records.sort(key=sort_key)
+    annotate(records, gpu)
+    targets = check_targets(records)
+    meta = dict(gpu=gpu, date=date, dataset=os.path.basename(os.path.normpath(args.data)), data_dir=args.data,
+                n_train=n_train, epochs=args.epochs, warmup=args.warmup, seed=args.seed, torch=torch_version,
+                interim=(args.seed + 1, args.seed + args.acc_seeds - 1) if interim else None)
+
+    print()
+    print("mlp.cu vs PyTorch on %s, %s%s" % (gpu or "unknown GPU", date, " (interim: before the accuracy runs)"
+                                              if interim else ""))
+    print(text_table(records))
+    if pytorch_start_text(records, args.seed):
+        print(pytorch_start_text(records, args.seed))
+    print()
+    print("targets (issues 6 and 21):")
+    for name, res, detail in targets:
+        print("  %-7s %s: %s" % (res, name, detail))
+    write_outputs(records, targets, meta, args.out_dir)
+    print()
+    print("wrote %s" % ", ".join(os.path.join(args.out_dir, n) for n in ("bench.json", "bench.csv", "bench.md")))
+    return targets
+
+
 def parse_args():
     ap = argparse.ArgumentParser(
         description="Benchmark ./train_mlp_fast against PyTorch on the same models (issue 6); writes "
@@ -590,6 +636,10 @@ def main():
         records += load_pytorch_json(args.pytorch_json)
     elif not args.skip_pytorch:
         records += run_pytorch(args)
+    # the timing runs' table, before the accuracy runs (which take as long again): a run cut off
+    # during them still leaves a bench.md, marked interim
+    if args.acc_seeds > 1 and not (args.skip_ours and (args.skip_pytorch or args.pytorch_json)):
+        report(copy.deepcopy(records), args, gpu, n_train, date, interim=True)
     # accuracy-only runs with the other seeds (see DEFAULT_ACC_SEEDS): ours, and PyTorch eager
     for seed in range(args.seed + 1, args.seed + args.acc_seeds):
         if not args.skip_ours:
@@ -603,38 +653,7 @@ def main():
                     if r.get("impl") == "pytorch" and (r["config"], r["mode"]) == (p.get("config"), p.get("mode")):
                         r.setdefault("acc_seeds", {})[str(seed)] = p.get("test_acc") if ok_time(p) else None
 
-    pt_gpus = [r.get("gpu") for r in records if r.get("impl") == "pytorch" and r.get("gpu")]
-    if not gpu and pt_gpus:
-        gpu = pt_gpus[0]
-    if gpu and pt_gpus and pt_gpus[0] != gpu:
-        print("warning: PyTorch ran on %r, nvidia-smi says %r" % (pt_gpus[0], gpu))
-    torch_version = next((r.get("torch") for r in records if r.get("torch")), None)
-    for r in records:
-        if r.get("impl") != "pytorch" and not r.get("gpu"):
-            r["gpu"] = gpu
-        # samples/s and TFLOP/s from the median epoch time, the same way for every row
-        n = r.get("n_train") or n_train
-        if ok_time(r) and n and r["config"] in CONFIGS:
-            r["samples_per_s"] = n / r["epoch_s_median"]
-            r["tflops"] = flops_per_sample(CONFIGS[r["config"]]["sizes"]) * n / r["epoch_s_median"] / 1e12
-    records.sort(key=sort_key)
-    annotate(records, gpu)
-    targets = check_targets(records)
-    meta = dict(gpu=gpu, date=date, dataset=os.path.basename(os.path.normpath(args.data)), data_dir=args.data,
-                n_train=n_train, epochs=args.epochs, warmup=args.warmup, seed=args.seed, torch=torch_version)
-
-    print()
-    print("mlp.cu vs PyTorch on %s, %s" % (gpu or "unknown GPU", date))
-    print(text_table(records))
-    if pytorch_start_text(records, args.seed):
-        print(pytorch_start_text(records, args.seed))
-    print()
-    print("targets (issues 6 and 21):")
-    for name, res, detail in targets:
-        print("  %-7s %s: %s" % (res, name, detail))
-    write_outputs(records, targets, meta, args.out_dir)
-    print()
-    print("wrote %s" % ", ".join(os.path.join(args.out_dir, n) for n in ("bench.json", "bench.csv", "bench.md")))
+    targets = report(records, args, gpu, n_train, date, interim=False)
     if args.strict and any(res != "PASS" for _, res, _ in targets):
         return 1
     return 0
