@@ -782,10 +782,6 @@ __device__ __forceinline__ void fd_tma_tile(float *smem, unsigned &g, const CUte
 // few shuffles on a warp instead of a thread's loop over the classes, and two __syncthreads separate
 // the three steps. (W is read from L2 where it is used: staged in shared memory, or in registers from
 // the job's start, it made the phase slower, dev/NOTES.md.)
-// d · w + s, a float4 of fmaf
-__device__ __forceinline__ float4 fd_fma4(float d, float4 w, float4 s) {
-    return make_float4(fmaf(d, w.x, s.x), fmaf(d, w.y, s.y), fmaf(d, w.z, s.z), fmaf(d, w.w, s.w));
-}
 static_assert(HEAD_MAX_C <= 32 && FD_HEAD_ROWS <= FD_THREADS / 32, "a lane a class, a warp a row");
 __device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a, int b0, int bs, const int *labels,
                                             float *x, int *xlabels, int s, int gather_bs, int pre_bs,
@@ -852,17 +848,12 @@ __device__ __forceinline__ void fd_head_job(float *smem, const FusedDeepArgs &a,
         for (int c = 0; c < C; c++) {
             const float4 w = *reinterpret_cast<const float4 *>(W + (size_t)c * IN + 4 * q);
 #pragma unroll
-            for (int r = 0; r < FD_HEAD_ROWS; r++) sum[r] = fd_fma4(dzs[r * C + c], w, sum[r]);
+            for (int r = 0; r < FD_HEAD_ROWS; r++) sum[r] = head_fma4(dzs[r * C + c], w, sum[r]);
         }
 #pragma unroll
         for (int r = 0; r < FD_HEAD_ROWS; r++) {
             if (r >= rows) break;
-            const float4 y = reinterpret_cast<const float4 *>(hs + r * IN)[q];
-            float4 v = sum[r];
-            v.x *= activation_grad_from_output(y.x, a.act);
-            v.y *= activation_grad_from_output(y.y, a.act);
-            v.z *= activation_grad_from_output(y.z, a.act);
-            v.w *= activation_grad_from_output(y.w, a.act);
+            const float4 v = activation_grad_times4(sum[r], reinterpret_cast<const float4 *>(hs + r * IN)[q], a.act);
             reinterpret_cast<float4 *>(dh + (size_t)r * IN)[q] = v;
             if (dh_r) reinterpret_cast<float4 *>(dh_r + (size_t)r * IN)[q] = mf_round_tf32(v);
         }

@@ -38,7 +38,7 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 
 #include <cuda_bf16.h>
 #include <stdint.h>
-#include "../activation.cuh"    // activation_grad_from_output
+#include "../activation.cuh"    // activation_grad_from_output, activation_grad_times4
 #include "../common.cuh"        // cudaCheck
 #include "../softmax_xent.cuh"  // softmax_xent_row, block_sum_fixed_order, LOSS_THREADS
 #include "dbias.cuh"            // dbias_tile, DBIAS_TILE
@@ -48,6 +48,11 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 #define HEAD_MAX_C 32     // classes the fused head takes (each thread keeps HEAD_ROWS x MAXC partial sums)
 #define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
 #define HEAD_THREADS 256  // 8 warps split each row's IN between them
+
+// d · w + s, a float4 of fmaf (the heads' dh sums: here and fused_deep.cuh's fd_head_job)
+__device__ __forceinline__ float4 head_fma4(float d, float4 w, float4 s) {
+    return make_float4(fmaf(d, w.x, s.x), fmaf(d, w.y, s.y), fmaf(d, w.z, s.z), fmaf(d, w.w, s.w));
+}
 
 // Rows b0 .. b0 + HEAD_ROWS - 1 (those below B) of the head, by a block of HEAD_THREADS threads, all of
 // which call it. MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0,
@@ -146,20 +151,10 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
             float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
             for (int c = 0; c < MAXC; c++) {
-                if (c < C) {
-                    const float d = dz[r][c];
-                    s.x = fmaf(d, w[c].x, s.x);
-                    s.y = fmaf(d, w[c].y, s.y);
-                    s.z = fmaf(d, w[c].z, s.z);
-                    s.w = fmaf(d, w[c].w, s.w);
-                }
+                if (c < C) s = head_fma4(dz[r][c], w[c], s);
             }
             if (vec) {
-                const float4 y = *reinterpret_cast<const float4 *>(h + o);
-                s.x *= activation_grad_from_output(y.x, act);
-                s.y *= activation_grad_from_output(y.y, act);
-                s.z *= activation_grad_from_output(y.z, act);
-                s.w *= activation_grad_from_output(y.w, act);
+                s = activation_grad_times4(s, *reinterpret_cast<const float4 *>(h + o), act);
                 *reinterpret_cast<float4 *>(dh + o) = s;
                 if (dh_bf16)
                     *reinterpret_cast<uint2 *>(dh_bf16 + o) =

@@ -232,13 +232,8 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
             if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
         } else {   // MF_EPI_DINP
             float4 v = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
-            if (epi.act != ACT_NONE) {
-                const float4 y = *reinterpret_cast<const float4*>(epi.aux + i);
-                v.x *= activation_grad_from_output(y.x, epi.act);
-                v.y *= activation_grad_from_output(y.y, epi.act);
-                v.z *= activation_grad_from_output(y.z, epi.act);
-                v.w *= activation_grad_from_output(y.w, epi.act);
-            }
+            if (epi.act != ACT_NONE)
+                v = activation_grad_times4(v, *reinterpret_cast<const float4*>(epi.aux + i), epi.act);
             *reinterpret_cast<float4*>(C + i) = v;
             o = mf_round_tf32(v);
         }
