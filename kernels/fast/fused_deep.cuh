@@ -419,6 +419,19 @@ __device__ __forceinline__ void fd_epi_tile(float4 *red, float *C, int M, int N,
     }
 }
 
+// The SGD step of W's float4 at i, from its values w and its momentum's mb, with gradient g: both stored
+// back; keep (a run's last step) also the gradient into grad and the new W's TF32 copy, where there is one
+__device__ __forceinline__ void fd_sgd_step4(const MatmulFastSgd &sg, float *grad, size_t i, float4 w, float4 mb,
+                                             float4 g, bool keep) {
+    sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
+    *reinterpret_cast<float4 *>(sg.param + i) = w;
+    *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
+    if (keep) {
+        *reinterpret_cast<float4 *>(grad + i) = g;
+        if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
+    }
+}
+
 // The SGD epilogue's W and momentum through shared memory (FD_SGD_STAGE_TF32). A thread's float4s of
 // the tile are e4 = threadIdx.x + e * FD_THREADS, e = 0 .. E4 - 1; a round stages R of them of W and R of
 // the momentum, all of a round's copies in flight at once, where a float4 at a time from registers waits
@@ -481,15 +494,8 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
                 const int e4 = threadIdx.x + (r0 + b) * FD_THREADS, m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
                 if (m >= M || n >= N) continue;
                 const size_t i = (size_t)m * N + n;
-                float4 w = sw[b * FD_THREADS + threadIdx.x], mb = sw[(Stage::R + b) * FD_THREADS + threadIdx.x];
-                const float4 g = red[e4];
-                sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
-                *reinterpret_cast<float4 *>(sg.param + i) = w;
-                *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
-                if (keep) {
-                    *reinterpret_cast<float4 *>(C + i) = g;
-                    if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
-                }
+                fd_sgd_step4(sg, C, i, sw[b * FD_THREADS + threadIdx.x], sw[(Stage::R + b) * FD_THREADS + threadIdx.x],
+                             red[e4], keep);
             }
         }
     } else if (epi.kind == MF_EPI_SGD) {
@@ -499,15 +505,8 @@ __device__ __forceinline__ void fd_tile(float *smem, float *C, const float *A, c
             const int m = m0 + e4 * 4 / BN, n = n0 + e4 * 4 % BN;
             if (m >= M || n >= N) continue;
             const size_t i = (size_t)m * N + n;
-            float4 w = *reinterpret_cast<const float4 *>(sg.param + i), mb = *reinterpret_cast<const float4 *>(sg.mbuf + i);
-            const float4 g = red[e4];
-            sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
-            *reinterpret_cast<float4 *>(sg.param + i) = w;
-            *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
-            if (keep) {
-                *reinterpret_cast<float4 *>(C + i) = g;
-                if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);
-            }
+            fd_sgd_step4(sg, C, i, *reinterpret_cast<const float4 *>(sg.param + i),
+                         *reinterpret_cast<const float4 *>(sg.mbuf + i), red[e4], keep);
         }
     } else {
         fd_epi_tile<BM, BN>(red, C, M, N, m0, n0, epi, hp, smem + W_OFF);
@@ -1196,8 +1195,12 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 // ----------------------------------------------------------------------------
 // the plan and the launcher
 
-// the kernel of precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16), with the TMA forward
-// tiles or without
+// the kernel's PREC for precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16)
+static inline constexpr int fused_deep_kernel_prec(int prec) {
+    return prec == 1 ? MF_TF32_ROUND : prec == 2 ? MF_BF16 : MF_TF32X3;
+}
+
+// the kernel of precision prec, with the TMA forward tiles or without
 static inline const void *fused_deep_kernel_for(int prec, int tma) {
 #if defined(MF_WGMMA)
     if (prec == 1 && tma == 3) return (const void *)fused_deep_kernel<MF_TF32_ROUND, true, FD_KS>;
@@ -1307,7 +1310,7 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     f.tma = fused_deep_tma(prec);
-    const size_t smem = sizeof(float) * (size_t)fd_smem_floats(fd_w_bk(prec == 1 ? (int)MF_TF32_ROUND : (int)MF_TF32X3));
+    const size_t smem = sizeof(float) * (size_t)fd_smem_floats(fd_w_bk(fused_deep_kernel_prec(prec)));
     if (smem > (size_t)optin)
         return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
     const void *kernel = fused_deep_kernel_for(prec, f.tma);
