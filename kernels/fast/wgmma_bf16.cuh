@@ -199,9 +199,12 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 //   MF_EPI_DINP  dinp = the sums times act'(y) is stored in C; out_t: dinp^T, the next layer down's
 //                weight-gradient operand (train_mlp_fast.cu, model_tf32k0).
 // Where the general epilogue (mf_epi_load, mf_epi_apply) loads and stores each weight and momentum as
-// a float of its own, here a thread's loads are 16 bytes, four float4 groups of them in flight before
+// a float of its own, here a thread's loads are 16 bytes, several float4s of them in flight before
 // the first is used, so that the memory traffic (for SGD, W and its momentum in, up to five tensors
-// out) keeps up with the tiles. Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec);
+// out) keeps up with the tiles. For SGD the MF_WG_SGD_BATCH float4s of W and of the momentum are
+// loaded as a batch: a store to W may alias the next float4's loads as far as the compiler knows, so
+// each float4's loads otherwise wait for the stores before them, one round trip to memory after
+// another (W and its momentum are far larger than L2 in the big model). Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec);
 // out_t also M % 4 == 0.
 // The transposed copy: each thread writes its rounded outputs back over their sums in red, and after
 // a barrier the tile goes out column by column: a column n of the tile is a row of out_t, its BM
@@ -210,34 +213,55 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // apart, hit banks that only lanes l and l + 16 share.
 // The NT threads that run it are numbered tid; BAR: the barrier they meet at (0: __syncthreads, the
 // whole block; else the named barrier of that ID, for NT threads).
+#ifndef MF_WG_SGD_BATCH
+#define MF_WG_SGD_BATCH 4   // (1: each float4's loads just before its step)
+#endif
 template <int BM, int BN, int NT, int LD, int BAR = 0>
 __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* red, int m0, int n0, int M, int N,
                                                   const MatmulFastEpi& epi, float* __restrict__ out_t, int tid) {
     const MatmulFastSgd& sg = epi.sgd;
-    #pragma unroll 4
-    for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
-        const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
-        const int m = m0 + r, n = n0 + cc;
-        if (m >= M || n >= N) continue;
-        const size_t i = (size_t)m * N + n;
-        float4 o;   // what goes to out_t
-        if (epi.kind == MF_EPI_SGD) {
-            float4 w = *reinterpret_cast<const float4*>(sg.param + i), mb = *reinterpret_cast<const float4*>(sg.mbuf + i);
-            const float4 g = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
-            sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
-            if (C != nullptr) *reinterpret_cast<float4*>(C + i) = g;
-            *reinterpret_cast<float4*>(sg.param + i) = w;
-            *reinterpret_cast<float4*>(sg.mbuf + i) = mb;
-            o = mf_round_tf32(w);
-            if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
-        } else {   // MF_EPI_DINP
+    if (epi.kind == MF_EPI_SGD) {
+        constexpr int SB = MF_WG_SGD_BATCH;
+        for (int e0 = tid; e0 < BM * BN / 4; e0 += SB * NT) {
+            float4 w[SB], mb[SB];
+            #pragma unroll
+            for (int b = 0; b < SB; b++) {
+                const int e4 = e0 + b * NT, m = m0 + e4 / (BN / 4), n = n0 + e4 % (BN / 4) * 4;
+                if (e4 < BM * BN / 4 && m < M && n < N) {
+                    const size_t i = (size_t)m * N + n;
+                    w[b] = *reinterpret_cast<const float4*>(sg.param + i);
+                    mb[b] = *reinterpret_cast<const float4*>(sg.mbuf + i);
+                }
+            }
+            #pragma unroll
+            for (int b = 0; b < SB; b++) {
+                const int e4 = e0 + b * NT, r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
+                const int m = m0 + r, n = n0 + cc;
+                if (e4 >= BM * BN / 4 || m >= M || n >= N) continue;
+                const size_t i = (size_t)m * N + n;
+                const float4 g = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
+                sgd_four(w[b], g, mb[b], sg.lr, sg.mu, sg.wd);
+                if (C != nullptr) *reinterpret_cast<float4*>(C + i) = g;
+                *reinterpret_cast<float4*>(sg.param + i) = w[b];
+                *reinterpret_cast<float4*>(sg.mbuf + i) = mb[b];
+                const float4 o = mf_round_tf32(w[b]);
+                if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
+                if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
+            }
+        }
+    } else {   // MF_EPI_DINP
+        #pragma unroll 4
+        for (int e4 = tid; e4 < BM * BN / 4; e4 += NT) {
+            const int r = e4 / (BN / 4), cc = e4 % (BN / 4) * 4;
+            const int m = m0 + r, n = n0 + cc;
+            if (m >= M || n >= N) continue;
+            const size_t i = (size_t)m * N + n;
             float4 v = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
             if (epi.act != ACT_NONE)
                 v = activation_grad_times4(v, *reinterpret_cast<const float4*>(epi.aux + i), epi.act);
             *reinterpret_cast<float4*>(C + i) = v;
-            o = mf_round_tf32(v);
+            if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = mf_round_tf32(v);
         }
-        if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
     }
     if (out_t == nullptr) return;
     mf_bar_threads<BAR, NT>();
