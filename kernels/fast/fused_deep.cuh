@@ -1197,7 +1197,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 
 // the kernel's PREC for precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16)
 static inline constexpr int fused_deep_kernel_prec(int prec) {
-    return prec == 1 ? MF_TF32_ROUND : prec == 2 ? MF_BF16 : MF_TF32X3;
+    return prec == 1 ? (int)MF_TF32_ROUND : prec == 2 ? (int)MF_BF16 : (int)MF_TF32X3;   // (two enums)
 }
 
 // the kernel of precision prec, with the TMA forward tiles or without
