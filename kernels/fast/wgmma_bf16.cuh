@@ -204,8 +204,9 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // out) keeps up with the tiles. For SGD the MF_WG_SGD_BATCH float4s of W and of the momentum are
 // loaded as a batch: a store to W may alias the next float4's loads as far as the compiler knows, so
 // each float4's loads otherwise wait for the stores before them, one round trip to memory after
-// another (W and its momentum are far larger than L2 in the big model). Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec);
-// out_t also M % 4 == 0.
+// another (W and its momentum are far larger than L2 in the big model; dev/NOTES.md has the
+// measurements). Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec); out_t also
+// M % 4 == 0.
 // The transposed copy: each thread writes its rounded outputs back over their sums in red, and after
 // a barrier the tile goes out column by column: a column n of the tile is a row of out_t, its BM
 // values contiguous there. Lane l takes column l % 16 and rows 4 (l / 16) .. + 3 of a group of 8 (a
