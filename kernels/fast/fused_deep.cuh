@@ -419,13 +419,11 @@ __device__ __forceinline__ void fd_epi_tile(float4 *red, float *C, int M, int N,
     }
 }
 
-// The SGD step of W's float4 at i, from its values w and its momentum's mb, with gradient g: both stored
-// back; keep (a run's last step) also the gradient into grad and the new W's TF32 copy, where there is one
+// The SGD step of W's float4 at i (mf_sgd_step_store4); keep (a run's last step) also the gradient into
+// grad and the new W's TF32 copy, where there is one
 __device__ __forceinline__ void fd_sgd_step4(const MatmulFastSgd &sg, float *grad, size_t i, float4 w, float4 mb,
                                              float4 g, bool keep) {
-    sgd_four(w, g, mb, sg.lr, sg.mu, sg.wd);
-    *reinterpret_cast<float4 *>(sg.param + i) = w;
-    *reinterpret_cast<float4 *>(sg.mbuf + i) = mb;
+    mf_sgd_step_store4(sg, i, w, mb, g);
     if (keep) {
         *reinterpret_cast<float4 *>(grad + i) = g;
         if (sg.param_tf32) *reinterpret_cast<float4 *>(sg.param_tf32 + i) = mf_round_tf32(w);

@@ -193,9 +193,9 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // -x 1's epilogues on float4s that also store the tile rounded to TF32 and transposed into out_t (N, M)
 // (NULL: not): the tile's sums are staged in shared memory (red, BM x BN, rows LD floats apart).
 //   MF_EPI_SGD   dW = the sums is stored in C (unless C is NULL: a gradient nobody reads), and each
-//                weight W[m][n] takes its SGD step (sgd_four, kernels/sgd.cuh) with its momentum, the new
-//                weight also stored rounded to TF32 where sgd.param_tf32 is set; out_t: W^T, what the
-//                next step's dinp reads on this kernel.
+//                weight W[m][n] takes its SGD step (mf_sgd_step_store4, epilogue.cuh) with its momentum,
+//                the new weight also stored rounded to TF32 where sgd.param_tf32 is set; out_t: W^T,
+//                what the next step's dinp reads on this kernel.
 //   MF_EPI_DINP  dinp = the sums times act'(y) is stored in C; out_t: dinp^T, the next layer down's
 //                weight-gradient operand (train_mlp_fast.cu, model_tf32k0).
 // Where the general epilogue (mf_epi_load, mf_epi_apply) loads and stores each weight and momentum as
@@ -241,10 +241,8 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
                 if (e4 >= BM * BN / 4 || m >= M || n >= N) continue;
                 const size_t i = (size_t)m * N + n;
                 const float4 g = *reinterpret_cast<const float4*>(&red[r * LD + cc]);
-                sgd_four(w[b], g, mb[b], sg.lr, sg.mu, sg.wd);
                 if (C != nullptr) *reinterpret_cast<float4*>(C + i) = g;
-                *reinterpret_cast<float4*>(sg.param + i) = w[b];
-                *reinterpret_cast<float4*>(sg.mbuf + i) = mb[b];
+                mf_sgd_step_store4(sg, i, w[b], mb[b], g);
                 const float4 o = mf_round_tf32(w[b]);
                 if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
                 if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
