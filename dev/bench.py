@@ -40,7 +40,6 @@ epoch time over ours, same configuration.
 """
 
 import argparse
-import copy
 import csv
 import datetime
 import gzip
@@ -561,7 +560,7 @@ def report(records, args, gpu, n_train, date, interim):
         if ok_time(r) and n and r["config"] in CONFIGS:
             r["samples_per_s"] = n / r["epoch_s_median"]
             r["tflops"] = flops_per_sample(CONFIGS[r["config"]]["sizes"]) * n / r["epoch_s_median"] / 1e12
-    records.sort(key=sort_key)
+    records = sorted(records, key=sort_key)   # (a sorted copy: main's accuracy runs pair its list with OUR_RUNS)
     annotate(records, gpu)
     targets = check_targets(records)
     meta = dict(gpu=gpu, date=date, dataset=os.path.basename(os.path.normpath(args.data)), data_dir=args.data,
@@ -639,7 +638,7 @@ def main():
     # the timing runs' table, before the accuracy runs (which take as long again): a run cut off
     # during them still leaves a bench.md, marked interim
     if args.acc_seeds > 1 and not (args.skip_ours and (args.skip_pytorch or args.pytorch_json)):
-        report(copy.deepcopy(records), args, gpu, n_train, date, interim=True)
+        report(records, args, gpu, n_train, date, interim=True)
     # accuracy-only runs with the other seeds (see DEFAULT_ACC_SEEDS): ours, and PyTorch eager
     for seed in range(args.seed + 1, args.seed + args.acc_seeds):
         if not args.skip_ours:
