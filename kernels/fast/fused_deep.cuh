@@ -88,10 +88,11 @@ as the GPU holds at once).
 #define FD_COL_UNROLL 4     // rows a warp of a column job has in flight at once (fd_bias, fd_head_dweight)
 #endif
 constexpr int fd_col_unroll = FD_COL_UNROLL;   // (what the loops' unroll pragma can name)
+// rows of the batch a job of the head's phase takes (fd_head_job), and rows of the next batch it
+// gathers beside them (1, 2 or 4: the shared memory holds no more rows of the widest layer)
 #ifndef FD_HEAD_ROWS
-#define FD_HEAD_ROWS 2      // rows of the batch a job of the head's phase takes (fd_head_job), and
-#endif                      // rows of the next batch it gathers beside them (1, 2 or 4: the shared
-                            // memory holds no more rows of the widest layer)
+#define FD_HEAD_ROWS 2
+#endif
 #define FD_HDW_FLOATS (8 * 16 * 32 * 4 + FD_MAX_B * 16)   // fd_head_dweight's partial sums, then dz of 16 classes
 
 // The tiles. Rows x columns of the product's output, K step, warp tile, pipeline stages (each may be
