@@ -146,7 +146,7 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
 endif
 endif
 
-COMMON_H := $(wildcard common/*.h) $(wildcard data/*.h)
+COMMON_H := $(wildcard common/*.h) $(wildcard data/*.h) $(wildcard run/*.h)
 KERNELS_H := $(wildcard kernels/*.cuh)
 FAST_H := $(wildcard kernels/fast/*.cuh) $(wildcard kernels/fast/*.h)
 TEST_H := $(wildcard tests/*.h) $(wildcard tests/fuzz/*.h)

@@ -296,7 +296,7 @@ static const char *const TRAINER_NAMES[] = {"train_mlp.cu (readable)", "train_ml
                                             "train_mlp_fast.cu -f 3 (a fused step)"};
 
 typedef struct {
-    int trainer, prec, B, L, sizes[MAX_LAYERS + 1];   // prec: PREC_* (common/args.h), the fast trainer's -x
+    int trainer, prec, B, L, sizes[MAX_LAYERS + 1];   // prec: PREC_* (run/args.h), the fast trainer's -x
     Model r;           // the readable trainer's model
     fast::Model f;     // the fast trainer's
     int *perm;         // (n) the permutation, on the device (the readable trainer's; the fast one keeps its own)

@@ -29,13 +29,13 @@ Checked against train_mlp_cpu.c, step by step and tensor by tensor, by test_mlp.
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"             // Config, the flag table shared by the trainers
-#include "common/log.h"              // settings box, step log, CSV log
+#include "run/args.h"             // Config, the flag table shared by the trainers
+#include "run/log.h"              // settings box, step log, CSV log
 #include "common/mlp.h"              // ACT_*, MAX_LAYERS, param_layout
 #include "common/rng.h"              // the epoch shuffle: the same one the CPU trainer draws
-#include "common/run.h"              // -r and -c: resuming and checkpoints; Ctrl-C
-#include "common/train.h"            // loading the data, the epoch's steps, the settings box
-#include "common/use.h"              // -e, -p, -i: using a trained model
+#include "run/run.h"              // -r and -c: resuming and checkpoints; Ctrl-C
+#include "run/train.h"            // loading the data, the epoch's steps, the settings box
+#include "run/use.h"              // -e, -p, -i: using a trained model
 #include "common/utils.h"            // checked host allocation and I/O
 #include "data/dataset.h"            // the datasets: IDX, CIFAR-10, image folders
 #include "kernels/activation.cuh"    // activation_forward, activation_backward
@@ -176,14 +176,14 @@ void evaluate(Model *m, const DeviceData *d, double *loss, double *accuracy) {
 // main: the training loop
 
 #ifndef TESTING
-// the parameters and momentum, copied to the host for a checkpoint (common/run.h)
+// the parameters and momentum, copied to the host for a checkpoint (run/run.h)
 static void fetch_state(void *model, float *params, float *mbuf) {
     const Model *m = (const Model *)model;
     cudaCheck(cudaMemcpy(params, m->params, m->num_params * sizeof(float), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(mbuf, m->mbuf, m->num_params * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
-// -e and -p: the forward pass on n rows of host inputs x, the logits back to the host (common/use.h)
+// -e and -p: the forward pass on n rows of host inputs x, the logits back to the host (run/use.h)
 static void forward_logits(void *model, const float *x, int n, float *logits) {
     Model *m = (Model *)model;
     cudaCheck(cudaMemcpy(m->acts[0], x, (size_t)n * m->sizes[0] * sizeof(float), cudaMemcpyHostToDevice));

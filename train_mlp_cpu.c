@@ -32,13 +32,13 @@ which is why the arithmetic type is spelled `real` (float everywhere else).
 #include <omp.h>
 #endif
 
-#include "common/args.h"   // Config, the flag table
-#include "common/log.h"    // settings box, step log, CSV log
+#include "run/args.h"   // Config, the flag table
+#include "run/log.h"    // settings box, step log, CSV log
 #include "common/mlp.h"    // ACT_*, MAX_LAYERS, param_layout
 #include "common/rng.h"    // xoshiro256** for shuffling, Philox for the initial weights
-#include "common/run.h"    // -r and -c: resuming and checkpoints; Ctrl-C
-#include "common/train.h"  // loading the data, the epoch's steps, the settings box
-#include "common/use.h"    // -e, -p, -i: using a trained model
+#include "run/run.h"    // -r and -c: resuming and checkpoints; Ctrl-C
+#include "run/train.h"  // loading the data, the epoch's steps, the settings box
+#include "run/use.h"    // -e, -p, -i: using a trained model
 #include "common/utils.h"  // checked allocation and I/O, die()
 #include "data/dataset.h"  // the datasets: IDX, CIFAR-10, image folders
 
@@ -302,7 +302,7 @@ void evaluate_cpu(ModelCPU *m, const Dataset *ds, double *loss, double *accuracy
 // main: the training loop
 
 #ifndef TESTING
-// the parameters and momentum as floats, for a checkpoint (common/run.h)
+// the parameters and momentum as floats, for a checkpoint (run/run.h)
 static void fetch_state_cpu(void *model, float *params, float *mbuf) {
     const ModelCPU *m = (const ModelCPU *)model;
     for (size_t i = 0; i < m->num_params; i++) {
@@ -311,7 +311,7 @@ static void fetch_state_cpu(void *model, float *params, float *mbuf) {
     }
 }
 
-// -e and -p: the forward pass on n rows of inputs x, the logits out (common/use.h)
+// -e and -p: the forward pass on n rows of inputs x, the logits out (run/use.h)
 static void forward_logits_cpu(void *model, const float *x, int n, float *logits) {
     ModelCPU *m = (ModelCPU *)model;
     for (size_t i = 0; i < (size_t)n * m->sizes[0]; i++) m->acts[0][i] = x[i];

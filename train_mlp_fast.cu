@@ -45,13 +45,13 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"                 // Config, the flag table shared by the trainers
-#include "common/log.h"                  // settings box, step log, CSV log
+#include "run/args.h"                 // Config, the flag table shared by the trainers
+#include "run/log.h"                  // settings box, step log, CSV log
 #include "common/mlp.h"                  // ACT_*, MAX_LAYERS, param_layout
 #include "common/rng.h"                  // the epoch shuffle: the same one the CPU trainer draws
-#include "common/run.h"                  // -r and -c: resuming and checkpoints; Ctrl-C
-#include "common/train.h"                // loading the data, the epoch's steps, the settings box
-#include "common/use.h"                  // -e, -p, -i: using a trained model
+#include "run/run.h"                  // -r and -c: resuming and checkpoints; Ctrl-C
+#include "run/train.h"                // loading the data, the epoch's steps, the settings box
+#include "run/use.h"                  // -e, -p, -i: using a trained model
 #include "common/utils.h"                // checked host allocation and I/O
 #include "data/dataset.h"                // the datasets: IDX, CIFAR-10, image folders
 #include "kernels/common.cuh"            // cudaCheck, cudaMallocCheck, require_gpu
@@ -100,7 +100,7 @@ typedef struct {
     int L, sizes[MAX_LAYERS + 1], act;
     int B;                                // training batch size
     int max_batch;                        // rows the activation buffers hold: max(B, FAST_EVAL_BATCH)
-    int prec;                             // -x: PREC_FP32, PREC_TF32 or PREC_BF16 (common/args.h)
+    int prec;                             // -x: PREC_FP32, PREC_TF32 or PREC_BF16 (run/args.h)
     size_t num_params, w_off[MAX_LAYERS], b_off[MAX_LAYERS];
     float *params, *grads, *mbuf;         // flat buffers, the layout of param_layout()
     float *params_tf32;                   // -x 1 only: the weights rounded to TF32 (its bias slots unused),
@@ -870,14 +870,14 @@ static void log_step_run(RunLog *log, const StepRun *k, const float *losses_host
     *last_ms = ms;
 }
 
-// the parameters and momentum, copied to the host for a checkpoint (common/run.h)
+// the parameters and momentum, copied to the host for a checkpoint (run/run.h)
 static void fetch_state(void *model, float *params, float *mbuf) {
     const fast::Model *m = (const fast::Model *)model;
     cudaCheck(cudaMemcpy(params, m->params, m->num_params * sizeof(float), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(mbuf, m->mbuf, m->num_params * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
-// -e and -p: the forward pass on n rows of host inputs x, the logits back to the host (common/use.h).
+// -e and -p: the forward pass on n rows of host inputs x, the logits back to the host (run/use.h).
 // With TF32 the inputs go in rounded, as the training batches do (model_forward).
 static void forward_logits(void *model, const float *x, int n, float *logits) {
     fast::Model *m = (fast::Model *)model;

@@ -21,7 +21,7 @@ returns -1 with one line in err that names the file.
 #ifndef MLP_CIFAR_H
 #define MLP_CIFAR_H
 
-#include "dataset.h"  // Dataset, data_open_file (dataset.h includes this file at its end)
+#include "input.h"  // Dataset, data_open_file
 
 #define CIFAR_SIDE 32
 #define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)  // 3,072 bytes of picture per record

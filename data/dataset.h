@@ -1,16 +1,17 @@
 /*
 data/dataset.h: a labelled image dataset in memory, whatever files it came from.
 
-Every reader fills the same struct: n items of D = channels x rows x cols bytes (0..255) and
+Every reader fills the same struct (Dataset, data/input.h): n items of D = channels x rows x cols bytes (0..255) and
 n labels below num_classes, with the class names when the files have them. The trainers copy
 the bytes to the GPU once and build float batches there (pixel / 255).
 
     dataset_load(dir, "train" | "test", ...) picks the reader from what `dir` holds:
-      MNIST-format IDX files    train-images-idx3-ubyte[.gz] ...       data/idx.h (and idx_load below)
+      MNIST-format IDX files    train-images-idx3-ubyte[.gz] ...       data/idx.h
       CIFAR-10 binary version   data_batch_1.bin ... test_batch.bin     data/cifar.h
       an image folder           train/CLASS/ and test/CLASS/ of PNG, JPG or BMP files   data/folder.h
     A failure returns -1 with one line in err naming the file and what is wrong; the loaders
-    never exit, so the tests can call them.
+    never exit, so the tests can call them. The readers include data/input.h, never this file:
+    this file dispatches to them, and nothing below it includes it back.
 
 Pictures (preparing one for a model, the grid of misclassified images) are in data/images.h,
 which this file includes through data/folder.h.
@@ -28,115 +29,12 @@ which this file includes through data/folder.h.
 
 #include "../common/safe_write.h"  // file_type_name
 #include "../common/utils.h"
-#include "idx.h"    // and through it input.h: the limits, data_open_file
-
-#define MAX_CLASSES 256     // labels are bytes
-#define CLASS_NAME_LEN 48   // bytes of a class name, with its terminating 0
-
-typedef enum { DATA_NONE = 0, DATA_IDX = 1, DATA_CIFAR10 = 2, DATA_FOLDER = 3 } DataKind;
-
-typedef struct {
-    uint8_t *images;  // (n, D) bytes, D = channels * rows * cols, in the layout below
-    uint8_t *labels;  // (n), each < num_classes
-    int n, rows, cols, channels;
-    int planar;       // channels > 1: 1 = one plane per channel (CIFAR-10's RRR..GGG..BBB..),
-                      // 0 = interleaved (RGBRGB..., as stb_image decodes a picture)
-    DataKind kind;
-    int num_classes;
-    char class_names[MAX_CLASSES][CLASS_NAME_LEN];
-    char name[64];                             // "MNIST", "Fashion-MNIST", "CIFAR-10", ...
-    char images_path[1100], labels_path[1100]; // what was read (for messages)
-} Dataset;
-
-// bytes (and model inputs) per item
-static inline int dataset_dim(const Dataset *ds) { return ds->channels * ds->rows * ds->cols; }
-
-static inline void dataset_free(Dataset *ds) {
-    free(ds->images);
-    free(ds->labels);
-    ds->images = ds->labels = NULL;
-}
-
-static inline void dataset_set_class_names(Dataset *ds, const char *const *names, int count) {
-    for (int c = 0; c < count && c < MAX_CLASSES; c++) snprintf(ds->class_names[c], CLASS_NAME_LEN, "%s", names[c]);
-}
-
-// ----------------------------------------------------------------------------
-// MNIST-format IDX files
-
-// Which IDX dataset is this? MNIST and Fashion-MNIST share a format but not a label histogram:
-// Fashion-MNIST's training set has exactly 6000 of each class, MNIST's has these counts.
-static inline void idx_name_dataset(Dataset *train) {
-    static const int mnist_train[10] = {5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949};
-    static const char *const fashion[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                            "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-    int count[MAX_CLASSES] = {0};
-    for (int i = 0; i < train->n; i++) count[train->labels[i]]++;
-    int is_mnist = train->n == 60000 && train->num_classes == 10, is_fashion = is_mnist;
-    for (int c = 0; c < 10; c++) {
-        is_mnist &= count[c] == mnist_train[c];
-        is_fashion &= count[c] == 6000;
-    }
-    snprintf(train->name, sizeof(train->name), "%s",
-             is_mnist ? "MNIST" : is_fashion ? "Fashion-MNIST" : "an IDX dataset (not MNIST or Fashion-MNIST)");
-    if (is_fashion) dataset_set_class_names(train, fashion, 10);
-}
-
-// idx_find, and when neither dir/name nor dir/name.gz is a file, one line in err: which is there
-// but is not a file (a directory, a FIFO), or that neither is there
-static inline int idx_find_or_explain(const char *dir, const char *name, char *out, size_t n, char *err,
-                                      size_t errlen) {
-    if (idx_find(dir, name, out, n) == 0) return 0;
-    struct stat st;
-    for (int gz = 0; gz < 2; gz++) {
-        snprintf(out, n, "%s/%s%s", dir, name, gz ? ".gz" : "");
-        if (stat(out, &st) == 0) {
-            snprintf(err, errlen, "%s: is %s, not a file", out, file_type_name(st.st_mode));
-            return -1;
-        }
-    }
-    snprintf(err, errlen, "%s: no %s or %s.gz in this directory", dir, name, name);
-    return -1;
-}
-
-// Loads split "train" or "test" ("t10k" in the file names) from dir. The classes are 0 .. the
-// largest label (named by their numbers; Fashion-MNIST's by their names).
-static inline int idx_load(const char *dir, const char *split, Dataset *ds, char *err, size_t errlen) {
-    const char *prefix = strcmp(split, "test") == 0 ? "t10k" : split;
-    char name[64];
-    snprintf(name, sizeof(name), "%s-images-idx3-ubyte", prefix);
-    if (idx_find_or_explain(dir, name, ds->images_path, sizeof(ds->images_path), err, errlen) != 0) return -1;
-    snprintf(name, sizeof(name), "%s-labels-idx1-ubyte", prefix);
-    if (idx_find_or_explain(dir, name, ds->labels_path, sizeof(ds->labels_path), err, errlen) != 0) return -1;
-    uint32_t idims[3], ldims[1];
-    if (idx_read(ds->images_path, 3, &ds->images, idims, err, errlen) != 0) return -1;
-    if (idx_read(ds->labels_path, 1, &ds->labels, ldims, err, errlen) != 0) return -1;
-    if (idims[0] != ldims[0]) {
-        snprintf(err, errlen, "%s: holds %u labels but %s holds %u images", ds->labels_path, ldims[0],
-                 ds->images_path, idims[0]);
-        return -1;
-    }
-    // (idx_read has held the counts and sizes to data/input.h's limits: they fit an int)
-    ds->kind = DATA_IDX;
-    ds->n = (int)idims[0];
-    ds->rows = (int)idims[1];
-    ds->cols = (int)idims[2];
-    ds->channels = 1;
-    ds->planar = 1;
-    int top = 0;
-    for (int i = 0; i < ds->n; i++) top = ds->labels[i] > top ? ds->labels[i] : top;
-    ds->num_classes = top + 1;
-    for (int c = 0; c < ds->num_classes; c++) snprintf(ds->class_names[c], CLASS_NAME_LEN, "%d", c);
-    snprintf(ds->name, sizeof(ds->name), "an IDX dataset");
-    return 0;
-}
+#include "cifar.h"   // cifar_load
+#include "folder.h"  // folder_load (and through it images.h: pictures)
+#include "idx.h"     // idx_load (and through it input.h: Dataset, the limits, data_open_file)
 
 // ----------------------------------------------------------------------------
 // any dataset
-
-// the readers of data/cifar.h and data/folder.h, included at the end of this file
-static inline int cifar_load(const char *dir, const char *split, Dataset *ds, char *err, size_t errlen);
-static inline int folder_load(const char *dir, const char *split, Dataset *ds, char *err, size_t errlen);
 
 // Which kind of dataset dir holds, from the names in it (DATA_NONE: none of these):
 //   DATA_IDX      any of MNIST's four file names, raw or .gz
@@ -309,12 +207,5 @@ static inline const char *dataset_find_default(char *why, size_t whylen) {
 
 // dataset_find_default without the reasons
 static inline const char *find_dataset_dir(void) { return dataset_find_default(NULL, 0); }
-
-// ----------------------------------------------------------------------------
-// the other readers (declared above; each also includes this file first, so that any of them
-// can be included alone)
-
-#include "cifar.h"
-#include "folder.h"
 
 #endif // MLP_DATASET_H

@@ -32,8 +32,8 @@ A failure returns -1 with one line in err naming the file or folder.
 
 #include <dirent.h>
 
-#include "dataset.h"  // Dataset (dataset.h includes this file at its end)
-#include "images.h"   // image_open, image_decode (stb_image)
+#include "images.h"  // image_open, image_decode (stb_image)
+#include "input.h"   // Dataset, data_open_file
 
 #ifndef FOLDER_MAX_SIDE
 #define FOLDER_MAX_SIDE 4096  // pixels a side (3 x 4096 x 4096 = DATA_MAX_ITEM_BYTES; the fuzz targets set less)

@@ -34,7 +34,7 @@ tests (and the fuzz targets, tests/fuzz/) can call it. data/dataset.h builds the
 #include <zlib.h>
 
 #include "../common/utils.h"
-#include "input.h"  // the limits, data_open_file
+#include "input.h"  // Dataset, the limits, data_open_file
 
 #define IDX_GZ_FIRST_BUFFER ((int64_t)16 << 20)  // a gzip file's data buffer starts at 16 MiB
 #define IDX_GZ_CHUNK (1 << 16)                   // compressed bytes read at a time
@@ -317,6 +317,76 @@ static inline int idx_find(const char *dir, const char *name, char *out, size_t 
     if (file_exists(out)) return 0;
     snprintf(out, n, "%s/%s.gz", dir, name);
     return file_exists(out) ? 0 : -1;
+}
+
+// ----------------------------------------------------------------------------
+// a split of MNIST-format IDX files, as a Dataset
+
+// Which IDX dataset is this? MNIST and Fashion-MNIST share a format but not a label histogram:
+// Fashion-MNIST's training set has exactly 6000 of each class, MNIST's has these counts.
+static inline void idx_name_dataset(Dataset *train) {
+    static const int mnist_train[10] = {5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949};
+    static const char *const fashion[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                            "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    int count[MAX_CLASSES] = {0};
+    for (int i = 0; i < train->n; i++) count[train->labels[i]]++;
+    int is_mnist = train->n == 60000 && train->num_classes == 10, is_fashion = is_mnist;
+    for (int c = 0; c < 10; c++) {
+        is_mnist &= count[c] == mnist_train[c];
+        is_fashion &= count[c] == 6000;
+    }
+    snprintf(train->name, sizeof(train->name), "%s",
+             is_mnist ? "MNIST" : is_fashion ? "Fashion-MNIST" : "an IDX dataset (not MNIST or Fashion-MNIST)");
+    if (is_fashion) dataset_set_class_names(train, fashion, 10);
+}
+
+// idx_find, and when neither dir/name nor dir/name.gz is a file, one line in err: which is there
+// but is not a file (a directory, a FIFO), or that neither is there
+static inline int idx_find_or_explain(const char *dir, const char *name, char *out, size_t n, char *err,
+                                      size_t errlen) {
+    if (idx_find(dir, name, out, n) == 0) return 0;
+    struct stat st;
+    for (int gz = 0; gz < 2; gz++) {
+        snprintf(out, n, "%s/%s%s", dir, name, gz ? ".gz" : "");
+        if (stat(out, &st) == 0) {
+            snprintf(err, errlen, "%s: is %s, not a file", out, file_type_name(st.st_mode));
+            return -1;
+        }
+    }
+    snprintf(err, errlen, "%s: no %s or %s.gz in this directory", dir, name, name);
+    return -1;
+}
+
+// Loads split "train" or "test" ("t10k" in the file names) from dir. The classes are 0 .. the
+// largest label (named by their numbers; Fashion-MNIST's by their names).
+static inline int idx_load(const char *dir, const char *split, Dataset *ds, char *err, size_t errlen) {
+    const char *prefix = strcmp(split, "test") == 0 ? "t10k" : split;
+    char name[64];
+    snprintf(name, sizeof(name), "%s-images-idx3-ubyte", prefix);
+    if (idx_find_or_explain(dir, name, ds->images_path, sizeof(ds->images_path), err, errlen) != 0) return -1;
+    snprintf(name, sizeof(name), "%s-labels-idx1-ubyte", prefix);
+    if (idx_find_or_explain(dir, name, ds->labels_path, sizeof(ds->labels_path), err, errlen) != 0) return -1;
+    uint32_t idims[3], ldims[1];
+    if (idx_read(ds->images_path, 3, &ds->images, idims, err, errlen) != 0) return -1;
+    if (idx_read(ds->labels_path, 1, &ds->labels, ldims, err, errlen) != 0) return -1;
+    if (idims[0] != ldims[0]) {
+        snprintf(err, errlen, "%s: holds %u labels but %s holds %u images", ds->labels_path, ldims[0],
+                 ds->images_path, idims[0]);
+        return -1;
+    }
+    // (idx_read has held the counts and sizes to data/input.h's limits: they fit an int)
+    ds->kind = DATA_IDX;
+    ds->n = (int)idims[0];
+    ds->rows = (int)idims[1];
+    ds->cols = (int)idims[2];
+    ds->channels = 1;
+    ds->planar = 1;
+    int top = 0;
+    for (int i = 0; i < ds->n; i++) top = ds->labels[i] > top ? ds->labels[i] : top;
+    ds->num_classes = top + 1;
+    for (int c = 0; c < ds->num_classes; c++) snprintf(ds->class_names[c], CLASS_NAME_LEN, "%d", c);
+    snprintf(ds->name, sizeof(ds->name), "an IDX dataset");
+    return 0;
 }
 
 #endif // MLP_IDX_H

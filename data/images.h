@@ -88,7 +88,7 @@ printable ASCII (32..126) before it is drawn.
 #endif // MLP_IMAGES_STB
 
 #include "../common/safe_write.h"
-#include "dataset.h"  // Dataset, data_open_file (dataset.h includes this file through folder.h)
+#include "input.h"  // Dataset, data_open_file
 
 #ifndef MLP_IMAGES_H
 #define MLP_IMAGES_H

@@ -1,5 +1,6 @@
 /*
-data/input.h: what every reader of outside data shares: the limits, and opening a file safely.
+data/input.h: what every reader of outside data shares: the limits, opening a file safely, and
+the Dataset struct each reader fills.
 
 Every file a reader opens comes from outside the program (a download, a user's folder, a file an
 attacker planted), so its header is a claim to check, never a size to allocate. The readers:
@@ -79,6 +80,40 @@ static inline FILE *data_open_file(const char *path, int64_t *size, char *err, s
     }
     *size = (int64_t)st.st_size;
     return f;
+}
+
+// ----------------------------------------------------------------------------
+// the dataset every reader fills
+
+#define MAX_CLASSES 256     // labels are bytes
+#define CLASS_NAME_LEN 48   // bytes of a class name, with its terminating 0
+
+typedef enum { DATA_NONE = 0, DATA_IDX = 1, DATA_CIFAR10 = 2, DATA_FOLDER = 3 } DataKind;
+
+typedef struct {
+    uint8_t *images;  // (n, D) bytes, D = channels * rows * cols, in the layout below
+    uint8_t *labels;  // (n), each < num_classes
+    int n, rows, cols, channels;
+    int planar;       // channels > 1: 1 = one plane per channel (CIFAR-10's RRR..GGG..BBB..),
+                      // 0 = interleaved (RGBRGB..., as stb_image decodes a picture)
+    DataKind kind;
+    int num_classes;
+    char class_names[MAX_CLASSES][CLASS_NAME_LEN];
+    char name[64];                             // "MNIST", "Fashion-MNIST", "CIFAR-10", ...
+    char images_path[1100], labels_path[1100]; // what was read (for messages)
+} Dataset;
+
+// bytes (and model inputs) per item
+static inline int dataset_dim(const Dataset *ds) { return ds->channels * ds->rows * ds->cols; }
+
+static inline void dataset_free(Dataset *ds) {
+    free(ds->images);
+    free(ds->labels);
+    ds->images = ds->labels = NULL;
+}
+
+static inline void dataset_set_class_names(Dataset *ds, const char *const *names, int count) {
+    for (int c = 0; c < count && c < MAX_CLASSES; c++) snprintf(ds->class_names[c], CLASS_NAME_LEN, "%s", names[c]);
 }
 
 #endif // MLP_INPUT_H

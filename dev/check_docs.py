@@ -11,7 +11,7 @@ For each Markdown file, outside fenced code blocks:
   2. every `backticked` C identifier with an underscore, or followed by "(", is defined in the
      sources (*.c, *.h, *.cu, *.cuh), as a function, macro, type or variable;
   3. every `backticked` flag of a trainer (`-x`, `-T 1`, `./train_mlp -m 784,10`) is one the
-     flag table (common/args.h) or test_mlp's usage defines;
+     flag table (run/args.h) or test_mlp's usage defines;
   4. every paragraph (a run of lines up to a blank line, a table row counting as its own
      paragraph) that quotes a measurement -- a number with a unit of time, speed, bandwidth or
      FLOP rate, a percentage of accuracy, an "x" speed-up -- also names where it comes from: an
@@ -38,7 +38,7 @@ COMMAND = re.compile(r"`((?:make|\./|python3 dev/|bash dev/|PYTHONUNBUFFERED=1 p
 
 def sources():
     text = []
-    for pattern in ("*.c", "*.cu", "common/*.h", "data/*.h", "kernels/*.cuh", "kernels/fast/*.cuh", "kernels/fast/*.cu",
+    for pattern in ("*.c", "*.cu", "common/*.h", "data/*.h", "run/*.h", "kernels/*.cuh", "kernels/fast/*.cuh", "kernels/fast/*.cu",
                     "kernels/fast/*.h", "tests/*.c", "tests/*.h", "dev/cuda/*.cu", "dev/cuda/*.h", "dev/cuda/*.cuh",
                     "dev/persistent/*.cu", "dev/persistent/*.cuh"):
         for path in glob.glob(os.path.join(ROOT, pattern)):
@@ -50,7 +50,7 @@ def sources():
 def flags():
     """The single-letter flags the programs take: the flag table, and test_mlp's own."""
     found = set()
-    with open(os.path.join(ROOT, "common/args.h"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "run/args.h"), encoding="utf-8") as f:
         found.update(re.findall(r"\{'(\w)', \"", f.read()))
     test_mlp = os.path.join(ROOT, "test_mlp.cu")
     if os.path.exists(test_mlp):
@@ -98,7 +98,7 @@ def check_file(md, src, known_flags, problems):
             prev_blank = True
             continue
         if in_code:
-            for word in re.findall(r"(?:^|\s)((?:dev/|tests/|data/|doc/|kernels/|common/)[\w.\-/]+)", line):
+            for word in re.findall(r"(?:^|\s)((?:dev/|tests/|data/|doc/|kernels/|common/|run/)[\w.\-/]+)", line):
                 if looks_like_path(word) and not path_exists(word):
                     problems.append(f"{rel}:{n}: names {word}, which does not exist")
             continue

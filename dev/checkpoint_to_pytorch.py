@@ -11,7 +11,7 @@ checkpoint_to_pytorch.py -- take a model trained by mlp.cu somewhere else: load 
 The file is checked as the C reader checks it: the magic number, the format version, the sizes
 (truncated, trailing bytes) and the CRC-32 (zlib's, as the C code computes it), and the layer
 sizes against the number of parameters. doc/checkpoint.md is the format's field table; the
-offsets below are the same as common/checkpoint.h's CK_OFF_*.
+offsets below are the same as run/checkpoint.h's CK_OFF_*.
 
 The model: nn.Sequential(Linear(s0, s1), act, Linear(s1, s2), act, ..., Linear(s{L-1}, sL)): the
 hidden activation after every layer but the last, whose outputs are the logits. The flat buffer

@@ -10,7 +10,7 @@ PyTorch run (dev/bench_pytorch.py --init mlpcu) does the same computation as tra
     python3 dev/mlpcu_init.py --self-test                 # checks against values from the C code
 
 The C side is common/rng.h, used by train_mlp_cpu.c and train_mlp.cu:
-- Initial weights. The flat parameter buffer (common/args.h param_layout: per layer l, W_l
+- Initial weights. The flat parameter buffer (run/args.h param_layout: per layer l, W_l
   as (OUT, IN) row-major like nn.Linear's weight, then b_l (OUT)) has element i =
   uniform_weight(philox_u32(seed, i), bound_l), bound_l = 1.0f / sqrtf((float)IN_l), for
   weights and biases alike (nn.Linear's default range). philox_u32 is Philox4x32-10 with
@@ -167,7 +167,7 @@ class EpochOrder:
         return np.array(perm, dtype=np.int64)
 
 # -----------------------------------------------------------------------------
-# self-test: values printed by a C program that includes common/rng.h and common/args.h
+# self-test: values printed by a C program that includes common/rng.h and run/args.h
 
 
 # philox_u32(seed, i); (0, 0) is also Random123's known answer for Philox4x32-10, 0x6627e8d5

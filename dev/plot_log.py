@@ -4,7 +4,7 @@ plot_log.py -- the loss and accuracy curves of a training run, from its CSV log,
 
     python3 dev/plot_log.py LOG.csv [LOG2.csv ...] -o curves.png
 
-Every trainer writes the same CSV (common/log.h): a "# PROGRAM: flags" line, then the columns
+Every trainer writes the same CSV (run/log.h): a "# PROGRAM: flags" line, then the columns
 kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb. The left panel draws the
 training loss of each logged step (the mean over the steps since the line before) against the
 global step, and each epoch's test (or, with -H, validation) loss at the step it was evaluated;

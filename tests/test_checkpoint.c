@@ -1,6 +1,6 @@
 /*
-The checkpoint library, the evaluation report and the signal handling (common/checkpoint.h,
-common/report.h, common/signals.h), tested directly, with no trainer binary:
+The checkpoint library, the evaluation report and the signal handling (run/checkpoint.h,
+run/report.h, run/signals.h), tested directly, with no trainer binary:
   1. round trip: a small CPU model written and read back, every field and byte equal, the
      header's fields at the offsets doc/checkpoint.md gives;
   2. damaged files, each with its own message: bad magic, another version, truncated at several
@@ -23,9 +23,9 @@ Usage: tests/bin/test_checkpoint   (from the repository root, where make test ru
 */
 #define TESTING
 #include "../train_mlp_cpu.c"
-#include "../common/checkpoint.h"
-#include "../common/report.h"
-#include "../common/signals.h"
+#include "../run/checkpoint.h"
+#include "../run/report.h"
+#include "../run/signals.h"
 #include "check.h"
 
 #include <dirent.h>

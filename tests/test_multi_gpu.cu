@@ -52,7 +52,7 @@ Ends with "N passed, N failed[, N skipped]"; exits 1 when a check failed.
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/checkpoint.h"  // checkpoint_read: the weights and momentum a run ends with
+#include "../run/checkpoint.h"  // checkpoint_read: the weights and momentum a run ends with
 #include "../common/rng.h"         // the dataset's pixels
 #include "../common/utils.h"       // mallocCheck, fopenCheck
 #include "check.h"

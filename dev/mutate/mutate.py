@@ -689,10 +689,10 @@ GEN_SCOPE = {
                         "evaluate_cpu"],
     "common/rng.h": ["splitmix64", "rng_seed", "rng_u64", "rng_below", "rng_permutation", "philox_round",
                      "philox_u32", "uniform_weight"],
-    "common/train.h": ["split_holdout", "epoch_plan", "epoch_batch_size"],
+    "run/train.h": ["split_holdout", "epoch_plan", "epoch_batch_size"],
     "data/idx.h": ["idx_read_stream"],
 }
-GEN_PER_FILE = {"train_mlp_cpu.c": 25, "common/rng.h": 20, "common/train.h": 12, "data/idx.h": 12}
+GEN_PER_FILE = {"train_mlp_cpu.c": 25, "common/rng.h": 20, "run/train.h": 12, "data/idx.h": 12}
 # lines that only print or time (never mutated: nothing a test should pin down)
 GEN_IGNORE = re.compile(r"snprintf|printf|box_row|now_seconds|idx_format_dims|\"")
 

@@ -1194,7 +1194,7 @@ __global__ void __launch_bounds__(FD_THREADS, 1) fused_deep_kernel(FusedDeepArgs
 // ----------------------------------------------------------------------------
 // the plan and the launcher
 
-// the kernel's PREC for precision prec (PREC_* of common/args.h: 0 FP32, 1 TF32, 2 BF16)
+// the kernel's PREC for precision prec (PREC_* of common/mlp.h: 0 FP32, 1 TF32, 2 BF16)
 static inline constexpr int fused_deep_kernel_prec(int prec) {
     return prec == 1 ? (int)MF_TF32_ROUND : prec == 2 ? (int)MF_BF16 : (int)MF_TF32X3;   // (two enums)
 }

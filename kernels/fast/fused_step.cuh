@@ -440,7 +440,7 @@ typedef struct {
     char why[160];     // ok == 0: why not, in words
 } FusedPlan;
 
-// whether a model (sizes[0..L]) at batch B and precision prec (PREC_*, common/args.h) fits the fused
+// whether a model (sizes[0..L]) at batch B and precision prec (PREC_*, common/mlp.h) fits the fused
 // step on the current GPU, and how it is split
 static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec) {
     FusedPlan f;

@@ -36,8 +36,8 @@ themselves are the same code.
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../common/args.h"
-#include "../../common/checkpoint.h"
+#include "../../run/args.h"
+#include "../../run/checkpoint.h"
 #include "../../data/dataset.h"
 
 // An accepted input that breaks what the reader promises: abort, which the fuzzer reports

@@ -42,8 +42,8 @@ from ln(classes).)
 #include <unistd.h>
 
 #include "args.h"
-#include "safe_write.h"  // safe_write_check: what an output path may be
-#include "utils.h"
+#include "../common/safe_write.h"  // safe_write_check: what an output path may be
+#include "../common/utils.h"
 
 // ----------------------------------------------------------------------------
 // the settings box

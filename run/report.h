@@ -1,5 +1,5 @@
 /*
-common/report.h: what -e FILE prints about a model on a test set, and what -p IMAGE prints about
+run/report.h: what -e FILE prints about a model on a test set, and what -p IMAGE prints about
 one picture. Pure functions of their inputs that print to a FILE*, so the tests compare their
 text exactly; the trainers compute the predictions (argmax of the logits) and the loss.
 

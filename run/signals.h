@@ -1,5 +1,5 @@
 /*
-common/signals.h: Ctrl-C (SIGINT) and SIGTERM stop a training run cleanly.
+run/signals.h: Ctrl-C (SIGINT) and SIGTERM stop a training run cleanly.
 
 A signal handler may do almost nothing safely (no printf, no malloc, no file I/O), so the handler
 only records which signal came; the trainer looks at stop_requested() between steps (or between

@@ -1,8 +1,8 @@
 /*
-common/use.h: using a trained model, the same for the three trainers (-e, -p, -i).
+run/use.h: using a trained model, the same for the three trainers (-e, -p, -i).
 
     -e FILE            evaluate the checkpoint's model on the test set of -d: loss, accuracy,
-                       per-class accuracy, the confusion matrix (common/report.h)
+                       per-class accuracy, the confusion matrix (run/report.h)
     -e FILE -i GRID    ... and a PNG grid of the misclassified test images (data/images.h)
     -e FILE -p IMAGE   classify pictures (PNG, JPG, BMP) instead: each one's top 3 classes, the
                        picture prepared as the model's training data was (data/images.h)
@@ -32,7 +32,7 @@ the three trainers print the same report from the same logits.
 #include "checkpoint.h"
 #include "report.h"
 #include "train.h"
-#include "utils.h"
+#include "../common/utils.h"
 
 #define USE_BATCH 1000  // rows per forward pass
 

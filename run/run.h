@@ -1,5 +1,5 @@
 /*
-common/run.h: a training run's life around its steps, the same for the three trainers: starting
+run/run.h: a training run's life around its steps, the same for the three trainers: starting
 fresh or resuming a checkpoint (-r), drawing each epoch's permutation, writing checkpoints (-c)
 after every epoch, and stopping cleanly on Ctrl-C or SIGTERM. Each trainer calls it in a line or
 two; the model, its kernels and the loop's arithmetic stay in the trainer.
@@ -34,10 +34,10 @@ with the parameters and the momentum restored, it ends bitwise identical to a ru
 #include "args.h"
 #include "checkpoint.h"
 #include "log.h"
-#include "rng.h"
-#include "safe_write.h"
+#include "../common/rng.h"
+#include "../common/safe_write.h"
 #include "signals.h"
-#include "utils.h"
+#include "../common/utils.h"
 
 // Copies the model's parameters and momentum into params and mbuf (host floats, num_params each):
 // the trainer's own, since only it knows where its model lives (host or device memory).

@@ -1,5 +1,5 @@
 /*
-common/train.h: what the three trainers' main functions share around the training loop, so
+run/train.h: what the three trainers' main functions share around the training loop, so
 that each trainer file keeps only its own model and its loop: loading the data, the plan of
 an epoch's steps, the settings box.
 */
@@ -12,9 +12,9 @@ an epoch's steps, the settings box.
 #include "../data/dataset.h"
 #include "args.h"
 #include "log.h"
-#include "rng.h"
-#include "safe_write.h"
-#include "utils.h"
+#include "../common/rng.h"
+#include "../common/safe_write.h"
+#include "../common/utils.h"
 
 // 1 when path (a file that may not exist yet) lies inside directory dir, through links and ".."
 static inline int path_inside(const char *path, const char *dir) {

@@ -20,8 +20,8 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlp.h"    // MAX_LAYERS, ACT_*, param_layout
-#include "utils.h"  // usage_error
+#include "../common/mlp.h"    // MAX_LAYERS, ACT_*, param_layout
+#include "../common/utils.h"  // usage_error
 
 #define MAX_PREDICT 32  // -p may be given this many times
 #define MAX_GPUS 64     // -g takes at most this many GPUs
@@ -30,9 +30,6 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 // fused steps do not take (kernels/fast/fused_step.cuh, kernels/fast/fused_deep.cuh) or would run
 // slower than the graphs; PATH_FUSED_ANY only for models they cannot run
 enum { PATH_LAUNCH = 0, PATH_GRAPH = 1, PATH_FUSED = 2, PATH_FUSED_ANY = 3 };
-// train_mlp_fast's -x: the precision of the matmuls (everything else is FP32 in every mode)
-enum { PREC_FP32 = 0, PREC_TF32 = 1, PREC_BF16 = 2 };
-static const char *const PREC_NAMES[] = {"FP32", "TF32 tensor cores", "BF16 tensor cores, FP32 master weights"};
 
 typedef struct {
     char data_dir[1024];   // "" = look in the default places (see find_dataset_dir)
@@ -47,7 +44,7 @@ typedef struct {
     int log_every;         // log a training line every this many steps
     char log_path[1024];   // CSV log
     int max_steps;         // 0 = all; else stop each epoch after this many steps (for tests)
-    int precision;         // train_mlp_fast only: -x, PREC_* above
+    int precision;         // train_mlp_fast only: -x, PREC_* (common/mlp.h)
     int path;              // train_mlp_fast only: PATH_* above
     int gpus;              // train_mlp_fast only: -g, data-parallel ranks through NCCL (0: one GPU, no NCCL)
     int trace;             // train_mlp only: print a training step as the GPU runs it
@@ -144,7 +141,7 @@ static inline void config_defaults(Config *c, int prog) {
     c->epochs = 4;
     c->seed = 1337;
     c->log_every = 100;
-    (void)prog;  // (c->log_path stays empty: each run writes a log of its own, common/log.h)
+    (void)prog;  // (c->log_path stays empty: each run writes a log of its own, run/log.h)
     c->max_steps = 0;
     c->precision = PREC_FP32;
     c->path = PATH_FUSED;

@@ -1,5 +1,5 @@
 /*
-common/checkpoint.h: the checkpoint file: a trained model, what it was trained on, and how far
+run/checkpoint.h: the checkpoint file: a trained model, what it was trained on, and how far
 its training got, in one file that any of the three trainers can write and read.
 
     -c FILE   write a checkpoint at the end of every epoch, at the end of the run, and on Ctrl-C
@@ -61,11 +61,11 @@ resume, and checkpoint_data_contradiction() with a dataset alone for -e. The res
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../data/dataset.h"  // Dataset, DataKind, MAX_CLASSES, CLASS_NAME_LEN
-#include "args.h"             // Config
-#include "mlp.h"              // MAX_LAYERS, MAX_WIDTH, ACT_*, param_layout
-#include "rng.h"              // Rng: the shuffle generator's state
-#include "safe_write.h"       // temporary file, fsync, rename
+#include "../data/dataset.h"     // Dataset, DataKind, MAX_CLASSES, CLASS_NAME_LEN
+#include "args.h"                // Config
+#include "../common/mlp.h"         // MAX_LAYERS, MAX_WIDTH, ACT_*, param_layout
+#include "../common/rng.h"         // Rng: the shuffle generator's state
+#include "../common/safe_write.h"  // temporary file, fsync, rename
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoint.h writes the parameters as the host's floats: it needs a little-endian host"
@@ -197,7 +197,7 @@ static inline uint32_t ck_crc32(uint32_t crc, const void *data, size_t n) {
 }
 
 // steps in an epoch of n items in batches of B, at most max_steps when that is not 0 (as
-// epoch_plan in common/train.h), in 64 bits
+// epoch_plan in run/train.h), in 64 bits
 static inline uint64_t ck_steps_per_epoch(uint64_t n, uint64_t B, uint64_t max_steps) {
     uint64_t steps = (n + B - 1) / B;
     return max_steps && max_steps < steps ? max_steps : steps;
