@@ -15,7 +15,8 @@ What it runs, one after the other in this process tree:
        big        -m 784,4096,4096,10 -a relu -b 1024 -l 0.05  (FP32; and -x 1 TF32, -x 2 BF16)
      all with -l 0.1 -k 0.9 -n EPOCHS -s SEED -d DATA -o LOG.csv
   2. dev/bench_pytorch.py for every configuration in its modes (eager, eager_tf32, autocast_bf16,
-     compile), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
+     compile, and the strongest: graph, graph_tf32, graph_bf16, the whole step as one CUDA graph
+     with the fused SGD), writing dev/out/bench_pytorch.json, with --seed SEED --init mlpcu:
      every PyTorch run starts from train_mlp_fast -s SEED's initial weights (the same in every
      trainer of mlp.cu) and takes its batches in its epoch order (dev/mlpcu_init.py), so the two sides do the same computation up to
      float rounding and the accuracy comparison is not a matter of luck
@@ -89,6 +90,10 @@ OUR_RUNS = [
     ("big", "bf16", ["-x", "2"], "bf16"),
 ]
 COMPILE_MODES_PREFIX = "compile"
+# PyTorch's strongest single-GPU mode for each matmul precision: the whole step as one CUDA graph
+# with the fused SGD (bench_pytorch.py's graph modes); the "vs graph" column is against it
+GRAPH_MODE = {"fp32": "graph", "tf32": "graph_tf32", "bf16": "graph_bf16"}
+DEFAULT_PYTORCH_MODES = "eager,eager_tf32,autocast_bf16,compile,graph,graph_tf32,graph_bf16"
 
 # the targets of issues 6 and 21: (config, our mode, PyTorch mode, minimum speed-up)
 SPEED_TARGETS = [
@@ -349,6 +354,7 @@ def annotate(records, gpu):
         r["peak_tflops"] = peak
         r["pct_peak"] = (100.0 * r["tflops"] / peak) if (peak and r.get("tflops")) else None
         r["speedup_vs_eager"] = r["speedup_vs_eager_tf32"] = r["speedup_vs_best_compile"] = None
+        r["speedup_vs_graph"] = None
         r["best_compile_mode"] = None
         if r.get("impl") == "pytorch" or not ok_time(r):
             continue
@@ -358,6 +364,9 @@ def annotate(records, gpu):
             r["speedup_vs_eager"] = modes["eager"]["epoch_s_median"] / t
         if "eager_tf32" in modes:
             r["speedup_vs_eager_tf32"] = modes["eager_tf32"]["epoch_s_median"] / t
+        g = modes.get(GRAPH_MODE.get(record_precision(r), ""))
+        if g:
+            r["speedup_vs_graph"] = g["epoch_s_median"] / t
         bc = best_compile(modes)
         if bc:
             r["speedup_vs_best_compile"] = bc["epoch_s_median"] / t
@@ -428,6 +437,7 @@ COLUMNS = [  # (key, heading, formatter)
     ("speedup_vs_eager", "vs eager", lambda v: "%.1fx" % v),
     ("speedup_vs_eager_tf32", "vs eager TF32", lambda v: "%.1fx" % v),
     ("speedup_vs_best_compile", "vs best compile", lambda v: "%.1fx" % v),
+    ("speedup_vs_graph", "vs graph (same precision)", lambda v: "%.2fx" % v),
 ]
 
 
@@ -442,8 +452,8 @@ def row_cells(r):
     return cells
 
 
-MODE_ORDER = ["fp32", "tf32", "eager", "eager_tf32", "autocast_bf16", "compile", "compile_tf32",
-              "compile_cudagraphs", "compile_cudagraphs_tf32"]
+MODE_ORDER = ["fp32", "tf32", "bf16", "eager", "eager_tf32", "autocast_bf16", "compile", "compile_tf32",
+              "compile_cudagraphs", "compile_cudagraphs_tf32", "graph", "graph_tf32", "graph_bf16"]
 
 
 def sort_key(r):
@@ -600,9 +610,9 @@ def parse_args():
     ap.add_argument("--pytorch-json", default=None,
                     help="take the PyTorch records from this JSON (bench_pytorch.py --json, or a bench.json) "
                          "instead of running bench_pytorch.py")
-    ap.add_argument("--pytorch-modes", default="eager,eager_tf32,autocast_bf16,compile",
-                    help="modes for bench_pytorch.py (default eager,eager_tf32,autocast_bf16,compile; "
-                         "compile_cudagraphs fails on PyTorch 2.11: ask for it by name)")
+    ap.add_argument("--pytorch-modes", default=DEFAULT_PYTORCH_MODES,
+                    help="modes for bench_pytorch.py (default %s; compile_cudagraphs fails on PyTorch 2.11: "
+                         "ask for it by name)" % DEFAULT_PYTORCH_MODES)
     ap.add_argument("--timeout", type=int, default=600, help="seconds allowed per train_mlp_fast run (default 600)")
     ap.add_argument("--pytorch-timeout", type=int, default=3600, help="seconds allowed for bench_pytorch.py")
     ap.add_argument("--acc-seeds", type=int, default=DEFAULT_ACC_SEEDS,

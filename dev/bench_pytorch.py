@@ -18,6 +18,9 @@ Modes:
     compile                  torch.compile(forward + loss), compiled optimizer step, FP32
     compile_cudagraphs       the same with mode="reduce-overhead" (CUDA graphs), FP32
     compile_tf32, compile_cudagraphs_tf32   the two compile modes with TF32 (opt-in)
+    graph, graph_tf32, graph_bf16   the whole step (gather, forward, loss, backward, fused SGD with
+                             momentum) captured once as a CUDA graph and replayed: FP32, TF32, and
+                             autocast BF16 (the strongest single-GPU PyTorch; graph_steps)
 
 The data path is the same as the C trainer's: the whole training set on the GPU as float32
 pixel/255 (no other normalisation), each epoch a fresh permutation, batches by index,
@@ -86,6 +89,12 @@ MODES = {
     "compile_cudagraphs": ("reduce-overhead", False, None),
     "compile_tf32": ("default", True, None),
     "compile_cudagraphs_tf32": ("reduce-overhead", True, None),
+    # the strongest single-GPU PyTorch a skilled user writes: the whole step (the batch's gather from
+    # the epoch's order, forward, loss, backward, fused SGD with momentum) captured once as a CUDA
+    # graph and replayed, one graph launch a step (graph_steps)
+    "graph": ("cudagraph", False, None),
+    "graph_tf32": ("cudagraph", True, None),
+    "graph_bf16": ("cudagraph", False, "bfloat16"),
 }
 # (compile_cudagraphs fails on PyTorch 2.11 with this training loop: available by name, not by default)
 DEFAULT_MODES = "eager,eager_tf32,autocast_bf16,compile"
@@ -226,6 +235,77 @@ def evaluate(torch, model, X, Y, bs=10000):
 # one (config, mode)
 
 
+class GraphSteps:
+    """The whole training step as CUDA graphs, replayed: one graph for a full batch, one for the
+    epoch's short last batch (when there is one). Each reads its rows of the epoch's order from a
+    static buffer (perm) through a device step counter (k), so a step is one graph launch and the
+    host only copies the epoch's order in before its first step. The optimizer is torch.optim.SGD
+    with fused=True (one kernel for every parameter). Capturing needs a few eager steps first (the
+    fused SGD's momentum buffers, cuBLAS's workspaces): they run on copies' worth of state that is
+    put back afterwards (the weights restored, the momentum zeroed, which is what PyTorch's first
+    step gives: buf = grad), so the replayed steps are the run's first steps."""
+
+    def __init__(self, torch, model, opt, loss_fn, X, Y, B, n_epoch, device):
+        self.torch, self.B = torch, B
+        self.full = n_epoch // B
+        self.rem = n_epoch - self.full * B
+        self.perm = torch.zeros(X.shape[0], dtype=torch.int64, device=device)
+        self.k = torch.zeros(1, dtype=torch.int64, device=device)
+        rows = self.perm[:self.full * B].view(self.full, B) if self.full else None
+        last = self.perm[self.full * B:n_epoch]
+
+        def full_step():
+            idx = rows.index_select(0, self.k).view(B)
+            loss = loss_fn(X.index_select(0, idx), Y.index_select(0, idx))
+            loss.backward()
+            opt.step()
+            self.k.add_(1)
+            return loss
+
+        def last_step():
+            loss = loss_fn(X.index_select(0, last), Y.index_select(0, last))
+            loss.backward()
+            opt.step()
+            return loss
+
+        saved = [p.detach().clone() for p in model.parameters()]
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for step in ([full_step] if self.full else []) + ([last_step] if self.rem else []):
+                for _ in range(3):
+                    self.perm.copy_(torch.arange(X.shape[0], device=device))
+                    self.k.zero_()
+                    opt.zero_grad(set_to_none=True)
+                    step()
+        torch.cuda.current_stream(device).wait_stream(side)
+        self.graphs, pool = [], None
+        for step in ([full_step] if self.full else []) + ([last_step] if self.rem else []):
+            opt.zero_grad(set_to_none=True)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=pool):
+                self.loss = step()
+            pool = g.pool()
+            self.graphs.append(g)
+        with torch.no_grad():
+            for p, q in zip(model.parameters(), saved):
+                p.copy_(q)
+            for st in opt.state.values():
+                if st.get("momentum_buffer") is not None:
+                    st["momentum_buffer"].zero_()
+
+    def epoch(self, order):
+        """One epoch's steps in the order `order` (a device tensor of row indices)."""
+        self.perm.copy_(order)
+        self.k.zero_()
+        if self.full:
+            for _ in range(self.full):
+                self.graphs[0].replay()
+        if self.rem:
+            self.graphs[-1].replay()
+        return self.loss
+
+
 def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
     """One (config, mode): cfg_name's entry of CONFIGS, or cfg (a dict with CONFIGS' keys) for a model
     of the caller's own (dev/scaling.py). args: epochs, warmup, seed, init, compile_optimizer, steps."""
@@ -243,6 +323,7 @@ def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
                epochs=args.epochs, n_train=data.n_train, n_test=data.n_test,
                torch=torch.__version__, dataset=data.dir)
     print("-- %s / %s (%s, TF32 %s)" % (cfg_name, mode, "eager" if compile_mode is None
+                                         else "the whole step as a CUDA graph" if compile_mode == "cudagraph"
                                          else "torch.compile mode=%s" % compile_mode,
                                          "on" if tf32 else "off"), flush=True)
     model = opt = None
@@ -258,12 +339,16 @@ def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
         model = build_model(torch, sizes, cfg["act"]).to(device)
         if args.init == "mlpcu":
             load_mlpcu_params(torch, model, sizes, args.seed)
+        graphed = compile_mode == "cudagraph"
         opt = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"],
-                              weight_decay=cfg["weight_decay"], dampening=0, nesterov=False)
+                              weight_decay=cfg["weight_decay"], dampening=0, nesterov=False,
+                              **({"fused": True} if graphed else {}))
 
         def loss_fn(x, y):
             if autocast:  # the forward products in BF16; cross_entropy runs in FP32 under autocast
-                with torch.autocast(device_type=device.type, dtype=getattr(torch, autocast)):
+                # (no cast cache under graph capture: its cached copies would outlive the capture)
+                with torch.autocast(device_type=device.type, dtype=getattr(torch, autocast),
+                                    cache_enabled=not graphed):
                     return F.cross_entropy(model(x), y)
             return F.cross_entropy(model(x), y)
 
@@ -271,7 +356,7 @@ def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
             opt.step()
 
         mark_step = None
-        if compile_mode is not None:
+        if compile_mode is not None and not graphed:
             cm = None if compile_mode == "default" else compile_mode
             # dynamic=False: two static shapes (B and the last, smaller batch), no symbolic sizes
             loss_fn = torch.compile(loss_fn, mode=cm, dynamic=False)
@@ -290,6 +375,7 @@ def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
             gen = torch.Generator(device=device)
             gen.manual_seed(args.seed)
         loss = None
+        steps = GraphSteps(torch, model, opt, loss_fn, X, Y, B, n_epoch, device) if graphed else None
         for epoch in range(args.epochs):
             if args.init == "mlpcu":  # uploaded before the clock starts, as train_mlp does
                 perm = torch.from_numpy(host_perms[epoch]).to(device)
@@ -297,7 +383,9 @@ def run_one(torch, data, cfg_name, mode, args, device, cfg=None):
             t0 = time.perf_counter()
             if args.init == "torch":
                 perm = torch.randperm(N, device=device, generator=gen)
-            for i in range(0, n_epoch, B):
+            if steps is not None:
+                loss = steps.epoch(perm)
+            for i in range(0, n_epoch if steps is None else 0, B):
                 idx = perm[i:i + B]
                 if mark_step is not None:
                     mark_step()
@@ -420,13 +508,41 @@ def parse_args():
                     help="run every mode in this process (default: one child process per mode)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per isolated mode (default 900)")
     ap.add_argument("--quiet", action="store_true", help="no summary table (used by the child processes)")
+    ap.add_argument("--serve", action="store_true",
+                    help="load the data once, then run one model a line read from stdin (JSON: sizes, act, batch, "
+                         "lr, momentum, weight_decay, mode, and optionally epochs, warmup, steps, seed) and answer "
+                         "each with its record as one JSON line on stdout (dev/sweep.py)")
     return ap.parse_args()
+
+
+def serve(args):
+    """--serve: one process for many runs, so that a sweep alternating with our trainer pays for
+    PyTorch's start and the data's upload once. Progress goes to stderr, records to stdout."""
+    import torch
+    device = torch.device(args.device)
+    data = Data(torch, args.data, device, args.limit)
+    real_stdout, sys.stdout = sys.stdout, sys.stderr
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        run_args = argparse.Namespace(**vars(args))
+        for k in ("epochs", "warmup", "steps", "seed"):
+            if k in req:
+                setattr(run_args, k, req[k])
+        cfg = {k: req[k] for k in ("sizes", "act", "batch", "lr", "momentum", "weight_decay")}
+        rec = run_one(torch, data, req.get("name", "model"), req["mode"], run_args, device, cfg=cfg)
+        real_stdout.write(json.dumps(rec) + "\n")
+        real_stdout.flush()
+    return 0
 
 
 def main():
     args = parse_args()
     if args.data is None:
         args.data = default_data_dir()
+    if args.serve:
+        return serve(args)
     configs = [c.strip() for c in args.config.split(",") if c.strip()]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for c in configs:
