@@ -1,5 +1,6 @@
 /*
-train_mlp.cu: training an MLP on the GPU, written out. What `.to("cuda")` actually does.
+train_mlp.cu: training an MLP on the GPU, written out. What `.to("cuda")` actually does: the question
+of Lucas de Lima Nogueira's "Why Deep Learning Models Run Faster on GPUs" (Towards Data Science, 2024).
 
 Read train_mlp_cpu.c first: this file has the same functions in the same order, with the
 same names (there with _cpu added), and does the same arithmetic. The difference is where

@@ -1,8 +1,8 @@
 /*
-The linear layer: one thread per output element, a plain loop over the shared dimension.
-The article's matmul kernel, in the layout PyTorch's nn.Linear uses. CPU twins:
-matmul_forward_cpu, matmul_backward_cpu. The fast tier (kernels/fast/, dev/cuda/) is
-validated against these.
+The linear layer: one thread per output element, a plain loop over the shared dimension: the
+matmul kernel of the article this project grew from (Lucas de Lima Nogueira, "Why Deep Learning
+Models Run Faster on GPUs", Towards Data Science, 2024), in the layout of PyTorch's nn.Linear.
+CPU twins: matmul_forward_cpu, matmul_backward_cpu; the fast tier is validated against these.
 
 Shapes: B batch, IN input features, OUT output features. W is (OUT, IN) row-major, like
 PyTorch's nn.Linear, so that
