@@ -1,5 +1,6 @@
 /*
-train_mlp.cu: training an MLP on the GPU, written out. What `.to("cuda")` actually does.
+train_mlp.cu: training an MLP on the GPU, written out. What `.to("cuda")` actually does: the question
+of Lucas de Lima Nogueira's "Why Deep Learning Models Run Faster on GPUs" (Towards Data Science, 2024).
 
 Read train_mlp_cpu.c first: this file has the same functions in the same order, with the
 same names (there with _cpu added), and does the same arithmetic. The difference is where
@@ -257,14 +258,13 @@ int main(int argc, char **argv) {
             int bs = epoch_batch_size(&plan, step - 1, B);
             // -T traces the second step (the first also loads each kernel's code onto the GPU)
             int traced = cfg.trace && epoch == 1 && step == (plan.steps > 1 ? 2 : 1);
-            double trace_t0 = traced ? (cudaDeviceSynchronize(), now_seconds()) : 0;
-            if (traced) trace_start();
+            double trace_t0 = traced ? trace_start() : 0;  // (it waits for the GPU first)
             gather_batch(model.acts[0], model.labels, &train, perm, (step - 1) * B, bs);
             model_forward(&model, bs);
             model_loss(&model, bs, step_losses + step - 1);
             model_backward(&model, bs);
             model_update(&model, cfg.lr, cfg.momentum, cfg.weight_decay);
-            if (traced) trace_print(1e3 * (cudaDeviceSynchronize(), now_seconds() - trace_t0));
+            if (traced) trace_print(trace_t0);
             samples += bs;
             if (step % cfg.log_every == 0 || step == plan.steps) {
                 int n = step - last_log_step;  // the copy waits until the GPU has run every kernel queued so far

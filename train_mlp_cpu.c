@@ -10,9 +10,10 @@ model_update), evaluation, and main with the training loop.
 
 The model: L fully connected layers. For layer l with IN = sizes[l], OUT = sizes[l+1]:
     y = act(x · Wᵀ + b)      W is (OUT, IN) row-major, like PyTorch's nn.Linear
-with act = sigmoid (the article's y = σ(Wx + b)), relu or tanh on every hidden layer and no
-activation on the last one: its outputs are the logits, followed by softmax + cross-entropy,
-mean over the batch. Training is mini-batch SGD with momentum and weight decay, with
+with act = sigmoid (the y = σ(Wx + b) of the article this project grew from, Lucas de Lima
+Nogueira's "Why Deep Learning Models Run Faster on GPUs", Towards Data Science, 2024), relu or
+tanh on every hidden layer and no activation on the last one: its outputs are the logits,
+followed by softmax + cross-entropy, mean over the batch. Training is mini-batch SGD with momentum and weight decay, with
 torch.optim.SGD's semantics, so runs can be compared with PyTorch number for number.
 
 Shapes: B batch, IN/OUT a layer's features, C classes (= sizes[L]).

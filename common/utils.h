@@ -137,7 +137,7 @@ static inline int file_exists(const char *path) {
 // GNU OpenMP lets a thread that waits for work spin for a long while (about 300,000 rounds) before
 // it sleeps. On a machine whose cores are busy with other programs, the spinning threads take the
 // cores the working threads need, and every parallel loop waits for the slowest: an epoch of
-// train_mlp_cpu ran 3.5x slower with one of two cores busy (dev/NOTES.md, dev/cpu_under_load.sh).
+// train_mlp_cpu ran several times slower with one of two cores busy (bash dev/cpu_under_load.sh).
 // A short spin (1,000 rounds: about a microsecond) keeps it as fast alone and within about 2.3x
 // under load. libgomp reads GOMP_SPINCOUNT when the program starts, before main, so main calls
 // this first: unless the user has set the variable (or OMP_WAIT_POLICY) themselves, it sets it and

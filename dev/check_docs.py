@@ -38,10 +38,10 @@ COMMAND = re.compile(r"`((?:make|\./|python3 dev/|bash dev/|PYTHONUNBUFFERED=1 p
 
 def sources():
     text = []
-    for pattern in ("*.c", "*.cu", "common/*.h", "data/*.h", "run/*.h", "kernels/*.cuh", "kernels/fast/*.cuh", "kernels/fast/*.cu",
-                    "kernels/fast/*.h", "tests/*.c", "tests/*.h", "dev/cuda/*.cu", "dev/cuda/*.h", "dev/cuda/*.cuh",
-                    "dev/persistent/*.cu", "dev/persistent/*.cuh"):
-        for path in glob.glob(os.path.join(ROOT, pattern)):
+    for pattern in ("*.c", "*.cu", "common/*.h", "data/*.h", "run/*.h", "kernels/*.cuh", "kernels/fast/**/*.cuh",
+                    "kernels/fast/**/*.cu", "kernels/fast/**/*.h", "tests/*.c", "tests/*.h", "tests/*.cu", "dev/cuda/*.cu",
+                    "dev/cuda/*.h", "dev/cuda/*.cuh"):
+        for path in glob.glob(os.path.join(ROOT, pattern), recursive=True):
             with open(path, encoding="utf-8", errors="replace") as f:
                 text.append(f.read())
     return "\n".join(text)
@@ -65,6 +65,9 @@ def path_exists(word):
     word = word.rstrip(".,:;)")
     if any(ch in word for ch in "*?["):
         return bool(glob.glob(os.path.join(ROOT, word)))
+    built = re.match(r"^tests/bin/(\w+)$", word)  # a test binary exists once its source does (NVCC=none builds no CUDA)
+    if built:
+        return any(os.path.exists(os.path.join(ROOT, "tests", built.group(1) + ext)) for ext in (".c", ".cu"))
     return os.path.exists(os.path.join(ROOT, word))
 
 

@@ -24,7 +24,7 @@ permutation of them, as the trainer draws an epoch's: the gathers then hit rows 
 whole dataset, which may not stay in L2 (MNIST's 60000 rows are 47 MB). ACT: the hidden layers'
 activation (default sigmoid). DATA: a dataset's directory (as the trainers' -d): the first rows of its
 training set instead of random bytes, e.g. data/fashion-mnist (the trainer's wide TF32 epoch depends on
-the pixels' values: dev/NOTES.md).
+the pixels' values).
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
 backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, how long block 0 then waits at the barrier, and which block was the

@@ -2,17 +2,17 @@
 # Everything a GPU machine should run on mlp.cu, in one go, logs to OUTDIR:
 #   the PyTorch reference files, make test (test_mlp included), compute-sanitizer's four tools
 #   on test_mlp and both GPU trainers (dev/sanitize.sh), the trainers on the data (the fast one on both paths, FP32 and
-#   TF32, small and wide, twice to show determinism; the readable one; the CPU one), the
-#   persistent-kernel experiment, and optionally planted bugs that test_mlp must catch.
+#   TF32, small and wide, twice to show determinism; the readable one; the CPU one), and
+#   optionally planted bugs that test_mlp must catch.
 #
 #   bash dev/gpu_checks.sh [OUTDIR]       (default dev/out/gpu_checks)
 #   DATA=dir      MNIST-format directory (default: the first of data/mnist, data/fashion-mnist,
 #                 .data/fashion-mnist, /usr/share/datasets/fashion-mnist that holds the data)
-#   STEPS="ref test sanitize train persistent bugs"  which parts to run (default: all but bugs)
+#   STEPS="ref test sanitize train bugs"  which parts to run (default: all but bugs)
 set -uo pipefail
 OUTDIR=${1:-dev/out/gpu_checks}
 mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)
-STEPS=${STEPS:-ref test sanitize train persistent}
+STEPS=${STEPS:-ref test sanitize train}
 DATA=${DATA:-}
 if [ -z "$DATA" ]; then
   for d in data/mnist data/fashion-mnist .data/fashion-mnist /usr/share/datasets/fashion-mnist; do
@@ -80,12 +80,6 @@ if has train; then
   note "train_mlp (readable): $(tail -1 "$OUTDIR/train_readable.log")"
   ./train_mlp_cpu "${args[@]}" -o "$OUTDIR/cpu.csv" >"$OUTDIR/train_cpu.log" 2>&1
   note "train_mlp_cpu ($(nproc) cores): $(tail -1 "$OUTDIR/train_cpu.log")"
-fi
-
-if has persistent; then
-  make -C dev/persistent >"$OUTDIR/persistent_build.log" 2>&1 &&
-    dev/persistent/bin/persistent_check >"$OUTDIR/persistent.log" 2>&1
-  note "dev/persistent: exit $?; $(grep -E 'ms per step|passed, ' "$OUTDIR/persistent.log" | tr '\n' ' ')"
 fi
 
 if has bugs; then

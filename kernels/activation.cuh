@@ -14,7 +14,7 @@ n run on any grid.
 
 #include "../common/mlp.h"  // ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE
 #include "common.cuh"
-#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
+#include "trace.cuh"  // train_mlp -T: trace_begin, trace_end around each launch
 
 // the activation, and its derivative from the output: __device__ functions, so the fused
 // kernels of kernels/fast/ apply them in their epilogues too
@@ -60,23 +60,17 @@ static inline int elementwise_blocks(size_t n) {
 // ----------------------------------------------------------------------------
 // launchers
 
-// the FLOPs of one element, forward and backward (exp and tanh counted as one each)
-static const int ACT_FWD_FLOPS[] = {3, 1, 1, 0}, ACT_BWD_FLOPS[] = {3, 1, 3, 0};
-
 static inline void activation_forward(float *x, size_t n, int act) {
-    TraceEntry *t = trace_begin();
+    trace_begin();
     activation_forward_kernel<<<elementwise_blocks(n), 256>>>(x, n, act);
     cudaCheck(cudaGetLastError());
-    trace_end(t, act == ACT_SIGMOID ? "sigmoid_forward" : act == ACT_RELU ? "relu_forward" : "tanh_forward",
-              dim3(elementwise_blocks(n)), dim3(256), 8.0 * n, (double)ACT_FWD_FLOPS[act] * n, "x %zu -> x (in place)", n);
+    trace_end(TK_ACT_FORWARD, dim3(elementwise_blocks(n)), dim3(256), n, 0, act);
 }
 static inline void activation_backward(float *dx, const float *y, size_t n, int act) {
-    TraceEntry *t = trace_begin();
+    trace_begin();
     activation_backward_kernel<<<elementwise_blocks(n), 256>>>(dx, y, n, act);
     cudaCheck(cudaGetLastError());
-    trace_end(t, act == ACT_SIGMOID ? "sigmoid_backward" : act == ACT_RELU ? "relu_backward" : "tanh_backward",
-              dim3(elementwise_blocks(n)), dim3(256), 12.0 * n, (double)ACT_BWD_FLOPS[act] * n,
-              "dx %zu, y %zu -> dx (in place)", n, n);
+    trace_end(TK_ACT_BACKWARD, dim3(elementwise_blocks(n)), dim3(256), n, 0, act);
 }
 
 #endif // MLP_ACTIVATION_CUH

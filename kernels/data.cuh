@@ -22,7 +22,7 @@ anything from the host. CPU twins: gather_batch_cpu, model_init_params_cpu.
 
 #include "../common/rng.h"  // uniform_weight: the bits-to-float conversion the CPU uses too
 #include "common.cuh"
-#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
+#include "trace.cuh"  // train_mlp -T: trace_begin, trace_end around each launch
 
 // a dataset on the device: n items of D bytes each, and n labels, exactly as in the files
 typedef struct {
@@ -74,11 +74,10 @@ static __global__ void init_uniform_kernel(float *p, size_t n, float bound, unsi
 // the batch of rows start .. start + bs - 1 of idx (a device array), or of the dataset itself when idx is NULL
 static inline void gather_batch(float *x, int *labels, const DeviceData *d, const int *idx, int start, int bs) {
     dim3 grid(CEIL_DIV(d->D, 1024) < 4 ? CEIL_DIV(d->D, 1024) : 4, bs);
-    TraceEntry *t = trace_begin();
+    trace_begin();
     gather_batch_kernel<<<grid, 256>>>(x, labels, d->images, d->labels, idx, start, bs, d->D);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "gather_batch", grid, dim3(256), (double)bs * d->D * 5 + bs * (idx ? 4 + 1 + 4 : 1 + 4),
-              (double)bs * d->D, "uint8 images %dx%d -> x %dx%d, labels", bs, d->D, bs, d->D);
+    trace_end(TK_GATHER, grid, dim3(256), bs, d->D, idx != NULL);
 }
 
 // p[0..n) uniform in [-bound, bound]; first = p's offset in the flat buffer

@@ -1,8 +1,8 @@
 /*
-The linear layer: one thread per output element, a plain loop over the shared dimension.
-The article's matmul kernel, in the layout PyTorch's nn.Linear uses. CPU twins:
-matmul_forward_cpu, matmul_backward_cpu. The fast tier (kernels/fast/, dev/cuda/) is
-validated against these.
+The linear layer: one thread per output element, a plain loop over the shared dimension: the
+matmul kernel of the article this project grew from (Lucas de Lima Nogueira, "Why Deep Learning
+Models Run Faster on GPUs", Towards Data Science, 2024), in the layout of PyTorch's nn.Linear.
+CPU twins: matmul_forward_cpu, matmul_backward_cpu; the fast tier is validated against these.
 
 Shapes: B batch, IN input features, OUT output features. W is (OUT, IN) row-major, like
 PyTorch's nn.Linear, so that
@@ -21,7 +21,7 @@ every run.
 #define MLP_MATMUL_CUH
 
 #include "common.cuh"
-#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
+#include "trace.cuh"  // train_mlp -T: trace_begin, trace_end around each launch
 
 // one thread per out[b][o]
 static __global__ void matmul_forward_kernel(float *out, const float *inp, const float *weight, const float *bias, int B,
@@ -74,37 +74,32 @@ static inline void matmul_forward(float *out, const float *inp, const float *wei
                                   int OUT) {
     dim3 block(32, 8);
     dim3 grid(CEIL_DIV(OUT, 32), CEIL_DIV(B, 8));
-    TraceEntry *t = trace_begin();
+    trace_begin();
     matmul_forward_kernel<<<grid, block>>>(out, inp, weight, bias, B, IN, OUT);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "matmul_forward", grid, block, 4.0 * ((double)B * IN + (double)OUT * IN + OUT + (double)B * OUT),
-              2.0 * B * IN * OUT, "inp %dx%d, W %dx%d, b -> out %dx%d", B, IN, OUT, IN, B, OUT);
+    trace_end(TK_MATMUL_FORWARD, grid, block, B, IN, OUT);
 }
 
 // dinp may be NULL (the first layer: its input is data, no gradient needed)
 static inline void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                    const float *weight, int B, int IN, int OUT) {
     dim3 block(32, 8);
-    TraceEntry *t;
     if (dinp) {
         dim3 grid(CEIL_DIV(IN, 32), CEIL_DIV(B, 8));
-        t = trace_begin();
+        trace_begin();
         matmul_backward_dinp_kernel<<<grid, block>>>(dinp, dout, weight, B, IN, OUT);
         cudaCheck(cudaGetLastError());
-        trace_end(t, "matmul_backward_dinp", grid, block, 4.0 * ((double)B * OUT + (double)OUT * IN + (double)B * IN),
-                  2.0 * B * IN * OUT, "dout %dx%d, W %dx%d -> dinp %dx%d", B, OUT, OUT, IN, B, IN);
+        trace_end(TK_MATMUL_DINP, grid, block, B, IN, OUT);
     }
     dim3 grid(CEIL_DIV(IN, 32), CEIL_DIV(OUT, 8));
-    t = trace_begin();
+    trace_begin();
     matmul_backward_dweight_kernel<<<grid, block>>>(dweight, dout, inp, B, IN, OUT);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "matmul_backward_dweight", grid, block, 4.0 * ((double)B * OUT + (double)B * IN + (double)OUT * IN),
-              2.0 * B * IN * OUT, "dout %dx%d, inp %dx%d -> dW %dx%d", B, OUT, B, IN, OUT, IN);
-    t = trace_begin();
+    trace_end(TK_MATMUL_DWEIGHT, grid, block, B, IN, OUT);
+    trace_begin();
     matmul_backward_dbias_kernel<<<CEIL_DIV(OUT, 128), 128>>>(dbias, dout, B, OUT);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "matmul_backward_dbias", dim3(CEIL_DIV(OUT, 128)), dim3(128), 4.0 * ((double)B * OUT + OUT),
-              (double)B * OUT, "dout %dx%d -> db %d", B, OUT, OUT);
+    trace_end(TK_MATMUL_DBIAS, dim3(CEIL_DIV(OUT, 128)), dim3(128), B, IN, OUT);
 }
 
 #endif // MLP_MATMUL_CUH

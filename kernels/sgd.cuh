@@ -12,7 +12,7 @@ of every layer in one launch, because they sit in one buffer.
 #define MLP_SGD_CUH
 
 #include "common.cuh"
-#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
+#include "trace.cuh"  // train_mlp -T: trace_begin, trace_end around each launch
 
 // one parameter's step; the fused kernels of kernels/fast/ call it too
 __device__ __forceinline__ void sgd_one(float &p, float grad, float &buf, float lr, float mu, float wd) {
@@ -42,10 +42,10 @@ static inline void sgd_update(float *params, const float *grads, float *mbuf, si
     if (n == 0) return;
     size_t blocks = CEIL_DIV(n, (size_t)256);
     int grid = (int)(blocks < 4096 ? blocks : 4096);
-    TraceEntry *t = trace_begin();
+    trace_begin();
     sgd_update_kernel<<<grid, 256>>>(params, grads, mbuf, n, lr, mu, wd);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "sgd_update", dim3(grid), dim3(256), 4.0 * 5 * n, 6.0 * n, "p, grad, buf %zu -> p, buf", n);
+    trace_end(TK_SGD, dim3(grid), dim3(256), n, 0, 0);
 }
 
 #endif // MLP_SGD_CUH

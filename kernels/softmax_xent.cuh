@@ -19,7 +19,7 @@ Kernels:
 #define MLP_SOFTMAX_XENT_CUH
 
 #include "common.cuh"
-#include "trace.cuh"  // train_mlp -T: what each launch moves and computes
+#include "trace.cuh"  // train_mlp -T: trace_begin, trace_end around each launch
 
 #define LOSS_THREADS 1024  // the one block of loss_mean_kernel and sum_two_kernel
 
@@ -102,15 +102,14 @@ static __global__ void sum_two_kernel(double *out, const float *a, const float *
 // losses (B) and dlogits (B, C) from the logits, then their mean into *loss (one float on the device)
 static inline void softmax_xent_forward_backward(float *loss, float *dlogits, float *losses, const float *logits,
                                                  const int *labels, int B, int C) {
-    TraceEntry *t = trace_begin();
+    trace_begin();
     softmax_xent_forward_backward_kernel<<<CEIL_DIV(B, 128), 128>>>(dlogits, losses, logits, labels, B, C);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "softmax_xent_forward_backward", dim3(CEIL_DIV(B, 128)), dim3(128), 4.0 * (2.0 * B * C + 2.0 * B),
-              6.0 * B * C, "logits %dx%d, labels %d -> dlogits, losses", B, C, B);
-    t = trace_begin();
+    trace_end(TK_SOFTMAX_XENT, dim3(CEIL_DIV(B, 128)), dim3(128), B, 0, C);
+    trace_begin();
     loss_mean_kernel<<<1, LOSS_THREADS>>>(loss, losses, B);
     cudaCheck(cudaGetLastError());
-    trace_end(t, "loss_mean", dim3(1), dim3(LOSS_THREADS), 4.0 * (B + 1), (double)B, "losses %d -> loss", B);
+    trace_end(TK_LOSS_MEAN, dim3(1), dim3(LOSS_THREADS), B, 0, 0);
 }
 
 static inline void softmax_xent_eval(float *losses, float *correct, const float *logits, const int *labels, int B,

@@ -1,7 +1,7 @@
 /*
 matmul_splitk_fixup: K splits through a workspace in global memory ("fixup"), against the thread-block
 clusters the trainer uses, and cuBLAS. An experiment that did not go into the trainer: the products
-alone got faster on some wide shapes, the trainer's wide FP32 epoch slower (dev/NOTES.md).
+alone got faster on some wide shapes, the trainer's wide FP32 epoch slower (doc/fast.md, "FFMA tiles").
 
 Key: B batch, IN input features, OUT output features; row-major; weight is (OUT, IN) like nn.Linear.
     fwd   out(B,OUT) = inp(B,IN) . weight(OUT,IN)^T   "NT"  M = B  N = OUT  K = IN

@@ -8,8 +8,8 @@ The IDs continue the lists' (FP32 0-4, 8, 3xTF32 20-22, 24, 28 and TF32 0-4, 7, 
 the trainer's), so a sweep's CSV names every configuration the same way in every build. Same columns as
 there; EFF 0: the cost model never picks them (to try one in the model, give it EFF, FILL, OCC from dev/cuda/fit_plan.py).
 The 128x128 tiles with 256 threads (8 warps, one block per SM) were tried for the batch-256 shapes:
-too few warps per SM to hide the latency; 128x64 and 64x128 came out level with the smaller tiles
-(dev/NOTES.md). On the big model's shapes (batch 1024, 4096 wide) they are the fastest, and the
+too few warps per SM to hide the latency; 128x64 and 64x128 came out level with the smaller tiles.
+On the big model's shapes (batch 1024, 4096 wide) they are the fastest, and the
 trainer's lists now hold them for those.
 */
 #ifndef MLP_DEV_MATMUL_SWEEP_CONFIGS_H

@@ -8,9 +8,9 @@ block of the cluster at once (multicast).
 
 Why: the fused step (kernels/fast/fused_deep.cuh) runs this product as 128 tiles of 32 x 64 on
 mma.sync, each block reading its own operands through cp.async: 384 KB a block, 49 MB a phase from
-L2, which bounds the phase at about 10.6 us of mainloop (dev/NOTES.md, "where the wide model's
-fused step goes, tile by tile"). Here a block reads 128 KB of x and 256 / CL KB of W; the question
-is how much of that reaches the phase's time, before anyone rebuilds the fused step around it.
+L2, which bounds the phase's mainloop (dev/bin/fused_profile times the phases). Here a block
+reads 128 KB of x and 256 / CL KB of W; the question is how much of that reaches the phase's
+time, before anyone rebuilds the fused step around it.
 
     ./dev/cuda/bin/phase_tma [reps]    each variant below: checked against the CPU on a sample of
                                        outputs, then timed as single launches, as `reps` products one
@@ -24,7 +24,7 @@ of the cluster: the copier refills a stage in all of them). The variants: CL (1,
 waits (try_wait or test_wait in a loop), and the empty arrivals' release scope: the cluster's (a
 fence before each arrival, on the products' critical path once a k-tile) or the CTA's, the default,
 which suffices: the stage's reads are wgmma's, over once wgmma.wait_group returns. The first made
-every variant several times slower (dev/NOTES.md). Needs sm_90a (MF_WGMMA).
+every variant several times slower (doc/fast.md, "wgmma + TMA"). Needs sm_90a (MF_WGMMA).
 */
 #include <vector>
 #include <algorithm>

@@ -1,5 +1,6 @@
 /*
-sigmoid: y = 1 / (1 + exp(-x)) over N floats, the seed's activation, elementwise like vector_add.
+sigmoid: y = 1 / (1 + exp(-x)) over N floats, the activation of the article this project grew from
+(doc/walkthrough.md names it), elementwise like vector_add.
 
 versions:
   1: one thread per element, a grid of blocks, a bounds check

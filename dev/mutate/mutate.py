@@ -61,7 +61,7 @@ def test_cmd(t):
 # what the copies leave out: build outputs, run outputs, the repository's own history, and the
 # git-ignored carried copies (datasets and stb's headers are used where they are: build_env, link_data)
 SKIP_DIRS = {".git", "build", "logs", ".old", ".whl", ".data", ".stb", "__pycache__"}
-SKIP_PATHS = {"tests/bin", "dev/out", "dev/cuda/bin", "dev/persistent/bin"}
+SKIP_PATHS = {"tests/bin", "dev/out", "dev/cuda/bin"}
 SKIP_FILES = {"train_mlp", "train_mlp_cpu", "train_mlp_fast", "test_mlp"}
 
 
