@@ -8,7 +8,7 @@ same step, and -g N's spawner that starts N ranks of this program on one machine
 Plain C over POSIX sockets and threads: no NCCL and no MPI. To it NCCL's unique id is 128 opaque
 bytes, broadcast like any others.
 
-    Job job;                                      // (the watcher keeps its address: never copy it)
+    static Job job;       // static: the watcher thread and the exit handler keep its address to the end
     int in_job = job_from_env(&job);             // 1: a launcher started this rank; 0: a plain run
     if (in_job < 0) die(job.hint, "%s", job.err);
     if (cfg.gpus > 0 && job.world == 1)           // -g N: N ranks of this program, this process waits
@@ -141,6 +141,8 @@ typedef struct {
     JobBlob *blobs;          // others: rank 0's broadcasts, in order, not yet taken
 } JobLink;
 
+// One per process. Keep it static or global: after job_connect the watcher thread and the exit
+// handler hold its address until the process ends (a Job on main's stack is gone once main returns).
 typedef struct {
     // from the launcher's environment (job_from_env)
     int launcher;            // JOB_NONE .. JOB_SRUN

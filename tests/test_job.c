@@ -16,10 +16,18 @@ run/job.h, the ranks of a job, on this machine's loopback and in seconds (no GPU
      at their exit for rank 0 (its checkpoint) before they end, with exit 130;
   7. -g N: job_spawn starts this binary as three ranks (in its --child mode): the environment
      torchrun would give them, NVLS off; one killed with SIGKILL ends the job with a line naming
-     it; SIGHUP to the spawner stops every rank cleanly; the spawner killed takes its ranks along.
+     it; one that fails before the bootstrap gets the others killed after the spawner's grace;
+     SIGHUP to the spawner stops every rank cleanly; the spawner killed takes its ranks along;
+  8. the real launchers where they are installed (mpirun, torchrun): three ranks of this binary
+     meet under each (else skipped).
 Each case runs its ranks as processes with a time limit: a rank that hangs is killed and fails.
 Usage: tests/bin/test_job [ANY]   (make test passes the CPU trainer's path; it is not used)
        tests/bin/test_job --child MODE WORLD [FILE]   (a rank started by job_spawn in case 7)
+The child mode `any` is a rank under any launcher, to check the bootstrap under the real ones
+(each rank prints one line and exits 0 when the id, a vote and the end went through):
+    torchrun --no-python --nproc-per-node 4 tests/bin/test_job --child any 4
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 mpirun --allow-run-as-root -np 4 -x MASTER_ADDR -x MASTER_PORT \
+        tests/bin/test_job --child any 4
 */
 #include "../run/job.h"
 #include "check.h"
@@ -76,7 +84,8 @@ static int free_port(void) {
 typedef struct {
     pid_t pid;
     int rank, status, done;
-    double seconds;  // from t_start to its end
+    double t0;       // t_start when it was started: the case's start
+    double seconds;  // from t0 to its end
     char out[320];   // its stderr
 } Proc;
 
@@ -88,6 +97,7 @@ static void start_rank(Proc *p, int rank, int world, int port, RankBody body, vo
     static int count = 0;
     memset(p, 0, sizeof(*p));
     p->rank = rank;
+    p->t0 = t_start;
     snprintf(p->out, sizeof(p->out), "%s/rank%d_%d.err", tmpdir, rank, count++);
     fflush(stdout);
     fflush(stderr);
@@ -112,8 +122,8 @@ static void start_rank(Proc *p, int rank, int world, int port, RankBody body, vo
     p->pid = pid;
 }
 
-// Waits for the processes ps[0..n) together, each one's end timed from t_start, until t_start +
-// limit seconds; a process still running then is killed and fails (status -1)
+// Waits for the processes ps[0..n) together, each one's end timed from its t0, until t0 + limit
+// seconds; a process still running then is killed and fails (status -1)
 static void wait_set(Proc **ps, int n, double limit) {
     for (int left = n; left > 0;) {
         left = 0;
@@ -122,7 +132,7 @@ static void wait_set(Proc **ps, int n, double limit) {
             if (p->done) continue;
             int st;
             if (waitpid(p->pid, &st, WNOHANG) == p->pid) p->status = st;
-            else if (now_seconds() - t_start > limit) {
+            else if (now_seconds() - p->t0 > limit) {
                 kill(p->pid, SIGKILL);
                 waitpid(p->pid, &st, 0);
                 p->status = -1;
@@ -130,7 +140,7 @@ static void wait_set(Proc **ps, int n, double limit) {
                 left++;
                 continue;
             }
-            p->seconds = now_seconds() - t_start;
+            p->seconds = now_seconds() - p->t0;
             p->done = 1;
         }
         if (left) job_sleep(0.005);
@@ -178,6 +188,16 @@ static int lines(const char *text) {
 static const char *first_line(const Proc *p) {
     static char line[700];
     snprintf(line, sizeof(line), "%s", slurp(p->out));
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = '\0';
+    return line;
+}
+
+// the line of text that holds `what` (from `what` on), or "" when none does
+static const char *line_of(const char *text, const char *what) {
+    static char line[700];
+    const char *at = strstr(text, what);
+    snprintf(line, sizeof(line), "%s", at ? at : "");
     char *nl = strchr(line, '\n');
     if (nl) *nl = '\0';
     return line;
@@ -290,18 +310,27 @@ static int child_main(int argc, char **argv) {
     if (argc < 4) return 40;
     const char *mode = argv[2];
     const int world = atoi(argv[3]);
+    const int any = strcmp(mode, "any") == 0;  // (any launcher: the others are job_spawn's ranks)
     Job j;
     if (job_from_env(&j) != 1) rank_fail(&j, 41);
-    if (j.launcher != JOB_SPAWN || j.world != world || strcmp(j.master_addr, "127.0.0.1") != 0) return 42;
+    if (j.world != world) {
+        fprintf(stderr, "error: rank %d: the launcher says %d ranks, the command line %d\n", j.rank, j.world, world);
+        return 42;
+    }
+    if (!any && (j.launcher != JOB_SPAWN || strcmp(j.master_addr, "127.0.0.1") != 0)) return 42;
     const char *nvls = getenv("NCCL_NVLS_ENABLE");
     if (!nvls || strcmp(nvls, "0") != 0) return 43;
-    if (getenv("OMPI_COMM_WORLD_RANK") || getenv("SLURM_PROCID")) return 44;  // (not set by the test)
+    if (!any && (getenv("OMPI_COMM_WORLD_RANK") || getenv("SLURM_PROCID"))) return 44;  // (not set by the test)
+    if (strcmp(mode, "early") == 0 && j.rank == 1) {  // ends before the bootstrap: no liveness yet
+        fprintf(stderr, "error: rank 1 fails before the bootstrap, on purpose\n");
+        return 5;
+    }
     if (strcmp(mode, "stop") == 0) {
         signal(SIGHUP, child_on_signal);
         signal(SIGINT, child_on_signal);
     }
     if (job_connect(&j) != 0) rank_fail(&j, 45);
-    if (strcmp(mode, "ok") == 0) {
+    if (strcmp(mode, "ok") == 0 || any) {
         unsigned char id[128], want[128];
         pattern(want, sizeof(want), 77);
         if (j.rank == 0) memcpy(id, want, sizeof(id));
@@ -310,9 +339,12 @@ static int child_main(int argc, char **argv) {
         if (memcmp(id, want, sizeof(id)) != 0) return 47;
         if (job_agree(&j, j.rank) != world - 1) return 48;
         job_finish(&j);
+        if (any)
+            printf("rank %d of %d (%s, local rank %d, rank 0 at %s port %d): bootstrap, broadcast, vote and end ok\n",
+                   j.rank, j.world, job_launcher_name(&j), j.local_rank, j.world > 1 ? j.master_addr : "-", j.port);
         return 0;
     }
-    if (strcmp(mode, "kill1") == 0) {
+    if (strcmp(mode, "kill1") == 0 || strcmp(mode, "early") == 0) {
         if (job_agree(&j, 0) != 0) return 49;
         if (j.rank == 1) raise(SIGKILL);
         job_sleep(30);
@@ -359,6 +391,7 @@ static int running(pid_t pid) {
 // job_spawn(n, argv) in a process of its own (its stderr, and its ranks', into a file)
 static void start_spawner(Proc *p, int n, char **argv) {
     memset(p, 0, sizeof(*p));
+    p->t0 = t_start;
     snprintf(p->out, sizeof(p->out), "%s/spawner_%s.err", tmpdir, argv[2]);
     fflush(stdout);
     fflush(stderr);
@@ -714,6 +747,17 @@ static void test_stop(void) {
 // ----------------------------------------------------------------------------
 // 7. -g N
 
+// Rank 1 fails before the bootstrap, so the liveness watch cannot end the others: the spawner kills
+// them after its grace. Started as the file begins and checked at the end of case 7, so that the
+// other cases run during the grace.
+static Proc early;
+static void start_early(const char *self) {
+    static char world[] = "3", *argv_early[] = {NULL, (char *)"--child", (char *)"early", world, NULL};
+    argv_early[0] = (char *)self;
+    t_start = now_seconds();
+    start_spawner(&early, 3, argv_early);
+}
+
 static void test_spawn(const char *self) {
     section("7. -g N: job_spawn starts this binary as 3 ranks");
     char world[] = "3", *argv_ok[] = {(char *)self, (char *)"--child", (char *)"ok", world, (char *)"-g", world, NULL};
@@ -735,7 +779,7 @@ static void test_spawn(const char *self) {
     check(exit_code(&sp) == 128 + SIGKILL && sp.seconds < 8 && has(e, "error: -g 3: rank 1 was killed by SIGKILL") &&
               has(e, "rank 0 of 3: lost rank 1") && has(e, "rank 2 of 3: lost rank 1"),
           "rank 1 killed with SIGKILL: the others end naming it, the spawner exits %d after %.2f s: %s", exit_code(&sp),
-          sp.seconds, strstr(e, "error: -g") ? strstr(e, "error: -g") : e);
+          sp.seconds, line_of(e, "error: -g"));
 
     char ready[320];
     snprintf(ready, sizeof(ready), "%s/spawn_ready", tmpdir);
@@ -783,6 +827,67 @@ static void test_spawn(const char *self) {
         if (ranks[r] > 0 && running(ranks[r])) kill(ranks[r], SIGKILL);  // (the test's own clean-up)
     check(ranks[0] && ranks[1] && ranks[2] && alive == 0, "the spawner killed with SIGKILL: its 3 ranks end with it "
           "(%.2f s)", now_seconds() - killed);
+
+    wait_proc(&early, 25);
+    e = slurp(early.out);
+    check(exit_code(&early) == 5 && early.seconds > JOB_SPAWN_GRACE - 0.5 && early.seconds < JOB_SPAWN_GRACE + 4 &&
+              has(e, "error: -g 3: rank 1 exited with status 5"),
+          "rank 1 fails before the bootstrap: the spawner kills the others after its %.0f s grace and exits 5 after "
+          "%.2f s: %s", JOB_SPAWN_GRACE, early.seconds, line_of(e, "error: -g"));
+}
+
+// ----------------------------------------------------------------------------
+// 8. the real launchers
+
+// a shell command as a "rank": its stdout and stderr into the rank's file
+static void rank_shell(int rank, int world, void *arg) {
+    (void)rank, (void)world;
+    env_clear();
+    dup2(2, 1);
+    execl("/bin/sh", "sh", "-c", (const char *)arg, (char *)NULL);
+    exit(127);
+}
+
+static void launcher_case(const char *name, const char *cmd) {
+    char probe[120];
+    snprintf(probe, sizeof(probe), "command -v %s >/dev/null 2>&1", name);
+    if (system(probe) != 0) {
+        skip("%s: not installed here", name);
+        return;
+    }
+    Proc p;
+    t_start = now_seconds();
+    start_rank(&p, 0, 1, 0, rank_shell, (void *)cmd, NULL);
+    wait_proc(&p, 90);
+    const char *out = slurp(p.out);
+    char tag[40];
+    snprintf(tag, sizeof(tag), "of 3 (%s, ", name);
+    int ok_lines = 0;  // one line per rank: "rank R of 3 (NAME, ...): ... end ok"
+    for (const char *line = out; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char one[600];
+        snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), line);
+        ok_lines += has(one, tag) && has(one, "end ok");
+        line += n + (end != NULL);
+    }
+    check(exit_code(&p) == 0 && ok_lines == 3, "%s: 3 ranks of this binary meet, broadcast, vote and end (%.2f s; exit %d: %s)",
+          name, p.seconds, exit_code(&p), first_line(&p));
+}
+
+static void test_launchers(const char *self) {
+    section("8. the real launchers, where they are installed");
+    char cmd[1200];
+    int port = free_port();
+    snprintf(cmd, sizeof(cmd), "MASTER_ADDR=127.0.0.1 MASTER_PORT=%d MLP_BOOTSTRAP_PORT=%d MLP_BOOTSTRAP_TIMEOUT=20 "
+             "mpirun --allow-run-as-root --oversubscribe -np 3 -x MASTER_ADDR -x MASTER_PORT -x MLP_BOOTSTRAP_PORT "
+             "-x MLP_BOOTSTRAP_TIMEOUT %s --child any 3", port, port, self);
+    launcher_case("mpirun", cmd);
+    // torchrun's agent holds --master-port: the ranks meet on the port above it, the default
+    port = free_port();
+    snprintf(cmd, sizeof(cmd), "MLP_BOOTSTRAP_TIMEOUT=20 torchrun --no-python --nproc-per-node 3 --master-addr 127.0.0.1 "
+             "--master-port %d %s --child any 3", port, self);
+    launcher_case("torchrun", cmd);
 }
 
 int main(int argc, char **argv) {
@@ -794,6 +899,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     const double t0 = now_seconds();
+    start_early(argv[0]);
     test_environment();
     env_clear();
     test_bootstrap();
@@ -802,6 +908,7 @@ int main(int argc, char **argv) {
     test_liveness();
     test_stop();
     test_spawn(argv[0]);
+    test_launchers(argv[0]);
     printf("\n(%.1f s)\n", now_seconds() - t0);
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
