@@ -252,12 +252,13 @@ static int job_from_env(Job *j) {
     }
     const char *who = job_launcher_name(j);
     const char *needs[] = {rank_var, size_var, local_var};
+    const char *set = getenv(rank_var) ? rank_var : size_var;  // (the one that named the launcher)
     for (int i = 0; i < 3; i++)
         if (!getenv(needs[i]) || !getenv(needs[i])[0])
             return job_fail(j, j->launcher == JOB_TORCHRUN ? "torchrun sets RANK, WORLD_SIZE and LOCAL_RANK together; "
                                                              "unset RANK and WORLD_SIZE for a plain run"
                                                            : "start the ranks with the launcher itself",
-                            "%s is set but %s is not (%s's environment)", rank_var, needs[i], who);
+                            "%s is set but %s is not (%s's environment)", set, needs[i], who);
     int rank = 0, world = 0, local = 0;
     if (job_env_int(j, size_var, who, 1, 1 << 20, &world) < 0) return -1;
     if (job_env_int(j, rank_var, who, 0, 1 << 20, &rank) < 0) return -1;
@@ -1190,9 +1191,13 @@ static const char *job_signal_name(int sig) {
 // one line names the rank. Returns the exit status for this process: 0, 130 when the ranks
 // stopped cleanly on a signal, else the lost rank's (128 + its signal).
 static int job_spawn(int n, char **argv) {
-    if (!argv || n < 1 || n > JOB_MAX_SPAWN) {
+    if (n < 1 || n > JOB_MAX_SPAWN) {
         fprintf(stderr, "error: -g %d: between 1 and %d ranks\n", n, JOB_MAX_SPAWN);
         return EXIT_USAGE;
+    }
+    if (!argv) {  // (job_argv_without's answer when out of memory)
+        fprintf(stderr, "error: -g %d: out of host memory for the ranks' command line\n", n);
+        return EXIT_RUNTIME;
     }
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     const int port = job_free_port();

@@ -491,6 +491,8 @@ static void test_environment(void) {
     env_bad("a world size with trailing letters", w2x, "WORLD_SIZE=2x is not a whole number", NULL);
     const char *nows[] = {"RANK=0", NULL};
     env_bad("RANK without WORLD_SIZE", nows, "RANK is set but WORLD_SIZE is not", "unset RANK");
+    const char *norank[] = {"WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
+    env_bad("WORLD_SIZE without RANK", norank, "WORLD_SIZE is set but RANK is not", "unset RANK and WORLD_SIZE");
     const char *nolocal[] = {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=x", "MASTER_PORT=9", NULL};
     env_bad("torchrun's LOCAL_RANK missing", nolocal, "LOCAL_RANK is not", NULL);
     const char *local4[] = {"RANK=0", "WORLD_SIZE=4", "LOCAL_RANK=4", "MASTER_ADDR=x", "MASTER_PORT=9", NULL};
