@@ -67,10 +67,10 @@ def path_exists(word):
         return bool(glob.glob(os.path.join(ROOT, word)))
     if os.path.exists(os.path.join(ROOT, word)):
         return True
-    # a test binary that make builds from its source (tests/bin/NAME from tests/NAME.c or .cu), built
-    # here or not: a CPU-only build has no tests/bin/test_multi_gpu
-    m = re.match(r"^tests/bin/(?:san/)?(\w+)$", word)
-    return bool(m) and any(os.path.exists(os.path.join(ROOT, "tests", m.group(1) + ext)) for ext in (".c", ".cu"))
+    # a binary that make builds from its source (tests/bin/NAME from tests/NAME.c or .cu, dev/bin/NAME
+    # from dev/NAME.c or .cu), built here or not: a CPU-only build has no tests/bin/test_multi_gpu
+    m = re.match(r"^(tests|dev)/bin/(?:san/)?(\w+)$", word)
+    return bool(m) and any(os.path.exists(os.path.join(ROOT, m.group(1), m.group(2) + ext)) for ext in (".c", ".cu"))
 
 
 def looks_like_path(word):
