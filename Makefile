@@ -190,6 +190,13 @@ dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COM
 	@mkdir -p dev/bin
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -I. $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
 
+# run/job.h with NCCL on the GPUs: the ranks bootstrap, make their communicator, all-reduce and check
+# (a dev tool, dev/nccl_ranks.cu: the GPU check of the launch, bootstrap and liveness code)
+dev/bin/nccl_ranks: dev/nccl_ranks.cu $(COMMON_H) $(KERNELS_H)
+	@test -n "$(NCCL_LIB)" || { echo "error: no NCCL here (make's banner says where it looked) ---> try: make NCCL_HOME=DIR dev/bin/nccl_ranks" >&2; exit 1; }
+	@mkdir -p dev/bin
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_SIMPLE) $(NVCC_HOSTFLAGS) -I$(NCCL_DIR)/include $< -L$(dir $(NCCL_LIB)) -l:$(notdir $(NCCL_LIB)) -Xlinker -rpath=$(dir $(NCCL_LIB)) -lpthread -o $@
+
 # every kernel's start and end on the GPU, for dev/timeline.py (a dev tool: a CUPTI injection library,
 # loaded into a program through CUDA_INJECTION64_PATH; dev/timeline.c)
 dev/bin/libtimeline.so: dev/timeline.c

@@ -65,10 +65,12 @@ def path_exists(word):
     word = word.rstrip(".,:;)")
     if any(ch in word for ch in "*?["):
         return bool(glob.glob(os.path.join(ROOT, word)))
-    built = re.match(r"^tests/bin/(\w+)$", word)  # a test binary exists once its source does (NVCC=none builds no CUDA)
-    if built:
-        return any(os.path.exists(os.path.join(ROOT, "tests", built.group(1) + ext)) for ext in (".c", ".cu"))
-    return os.path.exists(os.path.join(ROOT, word))
+    if os.path.exists(os.path.join(ROOT, word)):
+        return True
+    # a binary that make builds from its source (tests/bin/NAME from tests/NAME.c or .cu, dev/bin/NAME
+    # from dev/NAME.c or .cu), built here or not: a CPU-only build has no tests/bin/test_multi_gpu
+    m = re.match(r"^(tests|dev)/bin/(?:san/)?(\w+)$", word)
+    return bool(m) and any(os.path.exists(os.path.join(ROOT, m.group(1), m.group(2) + ext)) for ext in (".c", ".cu"))
 
 
 def looks_like_path(word):
