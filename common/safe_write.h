@@ -138,7 +138,7 @@ static inline int safe_write_remove_stale(const char *dest) {
     if (!d) return 0;
     size_t k = strlen(prefix);
     int removed = 0;
-    for (struct dirent *e; (e = readdir(d));) {
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (strncmp(e->d_name, prefix, k) != 0) continue;
         char *end;
         long pid = strtol(e->d_name + k, &end, 10);
@@ -274,7 +274,7 @@ static inline int output_is_kind(const char *path, OutputKind kind) {
     head[n] = '\0';
     switch (kind) {
     case OUT_LOG: {  // "# train_mlp...: flags" then the header "kind,epoch,..."
-        const char *nl = memchr(head, '\n', (size_t)n);
+        const char *nl = (const char *)memchr(head, '\n', (size_t)n);
         return strncmp(head, "# train_mlp", 11) == 0 && nl && strncmp(nl + 1, "kind,epoch,", 11) == 0;
     }
     case OUT_CHECKPOINT: return n >= 8 && memcmp(head, "MLPCUCKP", 8) == 0;
@@ -335,7 +335,7 @@ static inline int path_found_under(const char *dir, const struct stat *st, int d
     if (!d) return 0;
     int found = 0;
     char full[SAFE_PATH_LEN];
-    for (struct dirent *e; !found && (e = readdir(d));) {
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         if (snprintf(full, sizeof(full), "%s/%s", dir, e->d_name) >= (int)sizeof(full)) continue;
         struct stat es;

@@ -499,12 +499,13 @@ static inline int image_prepare_pixels_how(const uint8_t *pixels, int w, int h, 
     uint8_t *work = (uint8_t *)malloc(npix * C);  // (h, w, C) interleaved
     uint8_t *out = (uint8_t *)malloc((size_t)C * spec->rows * spec->cols);
     float *plane = (float *)malloc(sizeof(float) * (size_t)spec->rows * spec->cols);
-    int rc = -1;
+    int rc = -1, D = C * spec->rows * spec->cols;
+    double fill = 255;  // what transparent pixels are laid over: the opposite of the opaque part
+    double sum = 0, sum2 = 0;
     if (!work || !out || !plane) {
         snprintf(err, errlen, "out of host memory for a %dx%d picture", w, h);
         goto done;
     }
-    double fill = 255;  // what transparent pixels are laid over: the opposite of the opaque part
     if (has_alpha) {
         double opacity = 0, light = 0;
         for (size_t i = 0; i < npix; i++) {
@@ -550,8 +551,6 @@ static inline int image_prepare_pixels_how(const uint8_t *pixels, int w, int h, 
             for (int i = 0; i < RC; i++) out[spec->planar ? c * RC + i : i * 3 + c] = to_byte(plane[i]);
         }
     }
-    double sum = 0, sum2 = 0;
-    int D = C * spec->rows * spec->cols;
     for (int i = 0; i < D; i++) {
         x[i] = out[i] / 255.0f;
         sum += out[i];

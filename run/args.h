@@ -241,8 +241,8 @@ static inline int parse_value(Config *c, const ArgSpec *a, const char *v, char *
             return -1;
         }
         if (a->flag == 'H' && x >= 1) {
-            snprintf(err, errlen, "-H: %s would hold out the whole training set; give 0 (none) or a share strictly "
-                     "between 0 and 1, such as 0.1", v);
+            snprintf(err, errlen, "-H: %s is not below 1: it would hold out the whole training set; give 0 (none) or "
+                     "a share strictly between 0 and 1, such as 0.1", v);
             return -1;
         }
         if (!isfinite(x) || x < a->min || x > a->max) {

@@ -946,7 +946,7 @@ static void test_messages(void) {
 
     // 15. what the flags pin down
     rc = run(out, OUT_LEN, "-d %s -m 64,8,4 -n 1 -H 1 -o %s/x.csv", data, tmpdir);
-    check(rc == 2 && strstr(out, "-H: 1 would hold out the whole training set"), "-H 1: exit %d, \"%s\"", rc,
+    check(rc == 2 && strstr(out, "-H: 1 is not below 1: it would hold out the whole training set"), "-H 1: exit %d, \"%s\"", rc,
           line_with(out, "error", msg, sizeof(msg)));
     rc = run(out, OUT_LEN, "-d %s -m 64,8,4 -b 10 -n 1 -H 0 -o %s/x.csv", data, tmpdir);
     check(rc == 0 && !strstr(out, "val ") && !strstr(out, "validation set") && strstr(out, "test accuracy"),
@@ -996,6 +996,22 @@ int main(int argc, char **argv) {
     char first[OUT_LEN];
     if (run(first, sizeof(first), "-d %s -m 64,8,4 -n 1 -o %s/probe.csv", data, tmpdir) == 1 &&
         strstr(first, "no usable CUDA GPU")) {
+        // the hint of a machine without a GPU, followed literally: the CPU trainer's command, which
+        // must run (given a GPU trainer's own flag, it is left out of the command)
+        const char *base = strrchr(bin, '/') ? strrchr(bin, '/') + 1 : bin;
+        const char *own = strcmp(base, "train_mlp") == 0 ? "-T 1" : strcmp(base, "train_mlp_fast") == 0 ? "-x 1" : "";
+        run(first, sizeof(first), "%s -d %s -m 64,8,4 -n 1 -o %s/hint.csv", own, data, tmpdir);
+        const char *hint = strstr(first, "---> try: ./train_mlp_cpu ");
+        char cmd[3000], abs_cpu[PATH_MAX];
+        int rc = -1;
+        if (hint && realpath(cpu_bin, abs_cpu)) {
+            hint += strlen("---> try: ./train_mlp_cpu");
+            snprintf(cmd, sizeof(cmd), "'%s'%.*s >/dev/null 2>&1", abs_cpu, (int)(strstr(hint, " (the CPU trainer") ?
+                     strstr(hint, " (the CPU trainer") - hint : (long)strcspn(hint, "\n")), hint);
+            rc = system(cmd);
+        }
+        check(hint && rc == 0, "%s %s without a GPU: its hint, followed literally, runs (exit %d): \"%.*s\"", bin, own,
+              rc, (int)strcspn(first, "\n"), first);
         skip("%s needs a GPU, and there is none here: its run tests are skipped", bin);
         return test_exit();
     }
