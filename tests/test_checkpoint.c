@@ -31,6 +31,7 @@ Usage: tests/bin/test_checkpoint   (from the repository root, where make test ru
 #include "../run/report.h"
 #include "../run/signals.h"
 #include "check.h"
+#include "ckpt_v1.h"  // checkpoint_as_version1
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -253,14 +254,8 @@ static void test_damaged(void) {
 
     // a version-1 file (the same fields, a 12,608-byte header, no -H) still loads
     {
-        size_t n1 = good_len - (CK_HEADER_BYTES - CK_HEADER_BYTES_V1);
-        uint8_t *v1 = (uint8_t *)malloc(n1);
-        memcpy(v1, good, CK_HEADER_BYTES_V1);
-        memcpy(v1 + CK_HEADER_BYTES_V1, good + CK_HEADER_BYTES, good_len - CK_HEADER_BYTES);
-        ck_put_u32(v1 + CK_OFF_VERSION, 1);
-        ck_put_u32(v1 + CK_OFF_HEADER_BYTES, CK_HEADER_BYTES_V1);
-        ck_put_u64(v1 + CK_OFF_FILE_BYTES, n1);
-        reseal(v1, n1);
+        size_t n1 = 0;
+        uint8_t *v1 = checkpoint_as_version1(good, good_len, &n1);
         char p1[600];
         snprintf(p1, sizeof(p1), "%s/v1.bin", tmpdir);
         write_bytes(p1, v1, n1);

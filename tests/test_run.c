@@ -43,6 +43,7 @@ Usage: tests/bin/test_run [TRAINER [CPU_TRAINER]]   (default ./train_mlp_cpu)
 #define TESTING
 #include "../train_mlp_cpu.c"
 #include "check.h"
+#include "ckpt_v1.h"  // checkpoint_as_version1
 #include "idx_write.h"  // write_idx_split
 
 #include <dirent.h>
@@ -188,6 +189,17 @@ static int run_in(const char *dir, char *out, size_t outlen, const char *args) {
     out[n] = '\0';
     free(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// the last (up to) n - 1 bytes of a file, as a string: the end of a run's output, where its last
+// message is
+static void tail_of(const char *path, char *text, size_t n) {
+    size_t len;
+    uint8_t *p = read_all(path, &len);
+    size_t k = len < n - 1 ? len : n - 1;
+    if (p) memcpy(text, p + len - k, k);
+    text[p ? k : 0] = '\0';
+    free(p);
 }
 
 // the last line of a file (without its newline)
@@ -782,11 +794,8 @@ static void test_endings(void) {
     snprintf(args, sizeof(args), "-d %s -m 64,16,4 -b 10 -n 100000 -v 1 -c %s -o %s", data, ck, csv);
     int code = stop_run(start_run(args, csv, 20), SIGHUP);
     snprintf(path, sizeof(path), "%s/bg_out.txt", tmpdir);
-    size_t n;
-    uint8_t *text = read_all(path, &n);
-    char said[4096] = "";
-    if (text) snprintf(said, sizeof(said), "%.*s", (int)(n < sizeof(said) - 1 ? n : sizeof(said) - 1), text);
-    free(text);
+    char said[4096];
+    tail_of(path, said, sizeof(said));
     last_line(csv, line, sizeof(line));
     Checkpoint c;
     char err[1400];
@@ -808,9 +817,10 @@ static void test_endings(void) {
     snprintf(cmd, sizeof(cmd), "(%s -d %s -m 64,16,4 -b 10 -n 100000 -v 1 -c %s -o %s/pipe.csv 2>%s; echo $? >%s) | "
              "head -n 1 >/dev/null", bin, data, ck, tmpdir, errfile, rcfile);
     if (system(cmd) != 0) { /* head's status: the trainer's is in rcfile */ }
-    uint8_t *rct = read_all(rcfile, &n), *errt = read_all(errfile, &n);
-    char errtext[2048] = "";
-    if (errt) snprintf(errtext, sizeof(errtext), "%.*s", (int)(n < sizeof(errtext) - 1 ? n : sizeof(errtext) - 1), errt);
+    size_t n;
+    uint8_t *rct = read_all(rcfile, &n);
+    char errtext[2048];
+    tail_of(errfile, errtext, sizeof(errtext));
     ok = checkpoint_read(ck, &c, err, sizeof(err)) == 0;
     if (ok) checkpoint_free(&c);
     snprintf(path, sizeof(path), "%s/pipe.csv", tmpdir);
@@ -820,7 +830,6 @@ static void test_endings(void) {
           "| head -1 (SIGPIPE): exit %d, the checkpoint written, on stderr \"%.*s\"", rct ? atoi((const char *)rct) : -1,
           (int)strcspn(errtext, "\n"), errtext);
     free(rct);
-    free(errt);
 
     // a file-size limit: the checkpoint (21 KB) does not fit under ulimit -f 16 (8 or 16 KB)
     snprintf(ck, sizeof(ck), "%s/big.ckpt", tmpdir);
@@ -829,10 +838,7 @@ static void test_endings(void) {
     int status = system(cmd);
     code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     snprintf(path, sizeof(path), "%s/fsize.txt", tmpdir);
-    text = read_all(path, &n);
-    snprintf(said, sizeof(said), "%.*s", text ? (int)(n < sizeof(said) - 1 ? n : sizeof(said) - 1) : 0,
-             text ? (const char *)text : "");
-    free(text);
+    tail_of(path, said, sizeof(said));
     int temps = 0;
     DIR *d = opendir(tmpdir);
     for (struct dirent *e; d && (e = readdir(d));) temps += strncmp(e->d_name, ".big.ckpt.tmp.", 14) == 0;
@@ -891,6 +897,26 @@ static void test_messages(void) {
     rc2 = run(out2, OUT_LEN, "-d %s -r %s -n 3 -o %s/h3.csv", data, hck, tmpdir);
     check(rc == 2 && strstr(out, "-H 0.2 contradicts the checkpoint") && strstr(out, "leave -H out") && rc2 == 0,
           "-H 0.2 against it: exit %d, \"%s\"; leaving -H out as it says: exit %d", rc,
+          line_with(out, "error", msg, sizeof(msg)), rc2);
+    // a version-1 checkpoint (no -H recorded) of that run: -r alone is refused with a message that
+    // names -H; given the run's -H again, as the message says, it resumes
+    size_t n2;
+    uint8_t *v2 = read_all(hck, &n2);
+    char v1path[600];
+    snprintf(v1path, sizeof(v1path), "%s/holdout_v1.ckpt", tmpdir);
+    size_t n1 = 0;
+    uint8_t *v1 = v2 ? checkpoint_as_version1(v2, n2, &n1) : NULL;
+    if (v1) {
+        FILE *f = fopenCheck(v1path, "wb");
+        fwriteCheck(v1, 1, n1, f, v1path);
+        fcloseCheck(f, v1path);
+        free(v1);
+    }
+    free(v2);
+    rc = run(out, OUT_LEN, "-d %s -r %s -n 2 -o %s/h4.csv", data, v1path, tmpdir);
+    rc2 = run(out2, OUT_LEN, "-d %s -r %s -n 2 -H 0.1 -o %s/h5.csv", data, v1path, tmpdir);
+    check(rc == 2 && strstr(out, "with the -H of the run that wrote it") && rc2 == 0,
+          "a version-1 checkpoint of a -H 0.1 run, -r alone: exit %d, \"%s\"; with -H 0.1 again: exit %d", rc,
           line_with(out, "error", msg, sizeof(msg)), rc2);
     // -p: one line on how each picture was prepared, and a warning on a flat one
     char flat[600], pic[600];
