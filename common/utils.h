@@ -11,8 +11,11 @@ the problem (CUDA errors always do: kernels/common.cuh).
 
 Exit codes used across the project:
     0  success
-    1  a runtime failure: a bad or missing data file, out of memory, a diverging run, CUDA errors
-    2  a bad command line (unknown flag, value out of range, ...)
+    1  a runtime failure: a bad or missing data file, out of memory, a diverging run, CUDA errors,
+       a write error
+    2  a bad command line (unknown flag, value out of range, an output that is refused, ...)
+    128 + N  a training run stopped by signal N (run/signals.h): 129 SIGHUP, 130 SIGINT, 141
+       SIGPIPE, 143 SIGTERM
 Plain C99, no dependencies beyond libc.
 */
 #ifndef MLP_UTILS_H
@@ -34,6 +37,14 @@ Plain C99, no dependencies beyond libc.
 // ----------------------------------------------------------------------------
 // fatal errors: one line on stderr, then exit
 
+// A machine without a GPU: the command a GPU trainer suggests instead, the CPU trainer's with the
+// same flags less the GPU trainers' own (run/args.h sets it from the command line; kernels/common.cuh
+// prints it). Empty: a general hint.
+static char no_gpu_instead[4400];
+
+// the message of the error that is ending the program (for an atexit handler: run/log.h's stop row)
+static char die_message[1024];
+
 static inline void die_at(int code, const char *file, int line, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 5, 6), noreturn));
 static inline void die_at(int code, const char *file, int line, const char *hint, const char *fmt, ...) {
@@ -41,8 +52,11 @@ static inline void die_at(int code, const char *file, int line, const char *hint
     const char *debug = getenv("MLP_DEBUG");
     if (debug && strcmp(debug, "0") != 0) fprintf(stderr, "error: %s:%d: ", file, line);
     else fprintf(stderr, "error: ");
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
+    va_copy(again, ap);
+    vsnprintf(die_message, sizeof(die_message), fmt, again);
+    va_end(again);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     if (hint && hint[0]) fprintf(stderr, " ---> try: %s", hint);
@@ -57,11 +71,14 @@ static inline void usage_error(const char *prog, const char *fmt, ...) __attribu
 static inline void usage_error(const char *prog, const char *fmt, ...) {
     fflush(stdout);
     fprintf(stderr, "error: ");
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
+    va_copy(again, ap);
+    vsnprintf(die_message, sizeof(die_message), fmt, again);
+    va_end(again);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " ---> try: %s -h\n", prog);
+    fprintf(stderr, " ---> try: %s%s -h\n", strchr(prog, '/') ? "" : "./", prog);  // a command that runs as written
     exit(EXIT_USAGE);
 }
 

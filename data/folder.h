@@ -23,8 +23,9 @@ What is read and what is ignored:
     a side, DATA_MAX_ITEMS pictures and DATA_MAX_BYTES of pixels in all (data/input.h); the
     pixel buffer grows as pictures decode, so memory follows what the files really hold, not
     what their headers claim;
-  - at most MAX_CLASSES classes, each name at most CLASS_NAME_LEN - 1 bytes; an empty class
-    folder is an error (an empty class cannot be learned or tested).
+  - at most MAX_CLASSES classes, each name at most CLASS_NAME_LEN - 1 bytes and free of control
+    bytes (a newline in a name would break the tables that print it); an empty class folder is an
+    error (an empty class cannot be learned or tested).
 A failure returns -1 with one line in err naming the file or folder.
 */
 #ifndef MLP_FOLDER_H
@@ -161,12 +162,21 @@ static inline int folder_load(const char *dir, const char *split, Dataset *ds, c
                  MAX_CLASSES);
         goto done;
     }
-    for (int c = 0; c < classes.n; c++)
+    for (int c = 0; c < classes.n; c++) {
         if (strlen(classes.names[c]) >= CLASS_NAME_LEN) {
             snprintf(err, errlen, "%s/%s: a class name of %zu bytes; at most %d are allowed", train_dir,
                      classes.names[c], strlen(classes.names[c]), CLASS_NAME_LEN - 1);
             goto done;
         }
+        // a control byte (a newline, an escape sequence) in a name would break the tables that print it
+        for (const unsigned char *q = (const unsigned char *)classes.names[c]; *q; q++)
+            if (*q < 32 || *q == 127) {
+                snprintf(err, errlen, "%s: the class folder name at position %d holds the control byte 0x%02x (byte "
+                         "%d of its name); rename the folder", train_dir, c + 1, *q,
+                         (int)(q - (const unsigned char *)classes.names[c]) + 1);
+                goto done;
+            }
+    }
     if (stat(split_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         if (stat(split_dir, &st) != 0)
             snprintf(err, errlen, "%s: missing: an image folder holds train/ and test/, each with a folder per class",

@@ -44,7 +44,9 @@ printable ASCII (32..126) before it is drawn.
 #define STBI_ONLY_PNG
 #define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
-#define STBI_MAX_DIMENSIONS (2 * IMAGE_MAX_SIDE)  // stb's own backstop; our limits are checked first
+// stb's own limit, its default: our smaller limits are checked first, on the sizes stbi_info reads,
+// so that every picture too large gets the same message whatever its size
+#define STBI_MAX_DIMENSIONS (1 << 24)
 // stb_image's memory comes zeroed (stb's own knob for its allocator, not a change to its code):
 // its JPEG decoder's state is malloc'ed and not cleared, and a file whose scan names a Huffman
 // table it never defined made 2.27 decode with whatever the heap held there, reading far out of
@@ -139,6 +141,18 @@ static inline int64_t image_png_overlong_chunk(FILE *f, int64_t size, uint32_t *
     return bad;
 }
 
+// A PNG's width and height from its IHDR chunk (bytes 16 to 23), 0 when it has none; f is left at
+// the start. For the size message of a picture whose sides stb_image refuses to read at all.
+static inline void image_png_size(FILE *f, uint32_t *w, uint32_t *h) {
+    uint8_t b[24];
+    *w = *h = 0;
+    if (fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, 24, f) == 24 && memcmp(b + 12, "IHDR", 4) == 0) {
+        *w = ((uint32_t)b[16] << 24) | ((uint32_t)b[17] << 16) | ((uint32_t)b[18] << 8) | b[19];
+        *h = ((uint32_t)b[20] << 24) | ((uint32_t)b[21] << 16) | ((uint32_t)b[22] << 8) | b[23];
+    }
+    fseek(f, 0, SEEK_SET);
+}
+
 // Opens path and reads its header: a regular, non-empty file that stb_image recognises as a
 // PNG, JPEG or BMP of at most max_side pixels a side, and no more pixels than the file can hold
 // (image_max_pixels); a PNG's chunks must end within the file (image_png_overlong_chunk). On
@@ -157,7 +171,18 @@ static inline int image_open(const char *path, int max_side, FILE **f, int *w, i
     if (size == 0) {
         problem = "empty file";
     } else if (!stbi_info_from_file(*f, w, h, comp)) {
-        snprintf(what, sizeof(what), "not a PNG, JPG or BMP picture that stb_image can read (%s)", stbi_failure_reason());
+        const char *why = stbi_failure_reason();
+        uint32_t pw = 0, ph = 0;
+        if (format == 'P') image_png_size(*f, &pw, &ph);
+        if ((why && strcmp(why, "too large") == 0) || pw > (uint32_t)max_side || ph > (uint32_t)max_side) {
+            // a side beyond even stb's own limit: told as every picture too large is
+            if (pw && ph) snprintf(what, sizeof(what), "%ux%u pixels is larger than the %dx%d this program accepts",
+                                   pw, ph, max_side, max_side);
+            else snprintf(what, sizeof(what), "its header gives a size larger than the %dx%d pixels this program "
+                          "accepts", max_side, max_side);
+        } else {
+            snprintf(what, sizeof(what), "not a PNG, JPG or BMP picture that stb_image can read (%s)", why);
+        }
         problem = what;
     } else if (*w <= 0 || *h <= 0 || *w > max_side || *h > max_side) {
         snprintf(what, sizeof(what), "%dx%d pixels is larger than the %dx%d this program accepts", *w, *h, max_side,
@@ -400,10 +425,51 @@ static inline int prepare_mnist_digit(uint8_t *g, int w, int h, const ImageSpec 
     return 0;
 }
 
+// How image_prepare_pixels prepared a picture, for -p to say (image_prep_describe)
+typedef struct {
+    int w, h, comp;    // the picture as decoded
+    int alpha_filled;  // some pixels were (partly) transparent: laid over fill
+    int fill;          // 0 black or 255 white: the colour that contrasts with the picture's opaque part
+    int to_gray;       // colour turned gray (a gray model)
+    int to_colour;     // gray repeated into R, G and B (a colour model)
+    int inverted;      // its border was light: inverted to light on dark, as the dataset's pictures are
+    int digit;         // MNIST's preparation: the ink's box scaled into 20x20, centred by its mass
+    int resized;       // its size differs from the model's
+    int aspect_kept;   // resized by the same factor both ways (or not resized)
+    double variance;   // of the prepared inputs: 0 means one flat value, nothing to recognise
+} ImagePrep;
+
+// "300x200 RGBA -> 28x28 gray: transparent pixels filled with black, colour turned gray, resized
+// (aspect changed)": one line for -p
+static inline void image_prep_describe(const ImagePrep *p, const ImageSpec *spec, char *out, size_t n) {
+    static const char *const kinds[] = {"", "gray", "gray+alpha", "RGB", "RGBA"};
+    size_t k = (size_t)snprintf(out, n, "%dx%d %s -> %dx%d %s:", p->w, p->h, kinds[p->comp < 1 || p->comp > 4 ? 0 : p->comp],
+                                spec->cols, spec->rows, spec->channels == 3 ? "RGB" : "gray");
+    const char *sep = " ";
+#define PREP_SAY(...)                                                      \
+    do {                                                                   \
+        if (k < n) k += (size_t)snprintf(out + k, n - k, "%s", sep);       \
+        if (k < n) k += (size_t)snprintf(out + k, n - k, __VA_ARGS__);     \
+        sep = ", ";                                                        \
+    } while (0)
+    if (p->alpha_filled)
+        PREP_SAY("transparent pixels filled with %s (against its %s opaque part)", p->fill ? "white" : "black",
+                 p->fill ? "dark" : "light");
+    if (p->to_gray) PREP_SAY("colour turned gray");
+    if (p->to_colour) PREP_SAY("gray repeated into R, G and B");
+    if (p->inverted) PREP_SAY("inverted (its background was light)");
+    if (p->digit) PREP_SAY("digit scaled into a 20x20 box (aspect kept) and centred by its mass");
+    else if (p->resized) PREP_SAY("resized (aspect %s)", p->aspect_kept ? "kept" : "changed");
+    if (!strcmp(sep, " ")) PREP_SAY("used as it is");
+#undef PREP_SAY
+}
+
 // Prepares a decoded picture, (h, w, comp) interleaved bytes with comp 1..4 (gray, gray+alpha,
 // RGB, RGBA), as the model's D = channels * rows * cols input floats (byte / 255, as the trainers
-// feed the dataset), according to spec:
-//   - transparent pixels are laid over white (as a viewer shows them);
+// feed the dataset), according to spec, and says how in *prep (when not NULL):
+//   - transparent pixels are laid over black or white, whichever contrasts with the picture's
+//     opaque part (its mean brightness, weighted by opacity): a white shirt on transparency
+//     stays a white shirt (on black), a black digit a black digit (on white);
 //   - gray models: colour is turned gray (0.299 R + 0.587 G + 0.114 B); the picture is inverted
 //     when its border is light (MNIST and Fashion-MNIST have light things on black); then MNIST's
 //     digits as prepare_mnist_digit says, anything else resized to rows x cols;
@@ -411,8 +477,12 @@ static inline int prepare_mnist_digit(uint8_t *g, int w, int h, const ImageSpec 
 //     in the dataset's order (CIFAR-10's planes, or interleaved as stb gives them).
 // Resizing is by area averaging (resize_area), and the result is rounded to bytes, so a picture
 // already of the model's size gives exactly the inputs the dataset's own item would.
-static inline int image_prepare_pixels(const uint8_t *pixels, int w, int h, int comp, const ImageSpec *spec,
-                                       float *x, char *err, size_t errlen) {
+static inline int image_prepare_pixels_how(const uint8_t *pixels, int w, int h, int comp, const ImageSpec *spec,
+                                           float *x, ImagePrep *prep, char *err, size_t errlen) {
+    ImagePrep unused;
+    if (!prep) prep = &unused;
+    memset(prep, 0, sizeof(*prep));
+    prep->w = w, prep->h = h, prep->comp = comp;
     if ((spec->channels != 1 && spec->channels != 3) || spec->rows < 1 || spec->cols < 1 ||
         spec->rows > IMAGE_MAX_SIDE || spec->cols > IMAGE_MAX_SIDE || (spec->mnist_digits && spec->channels != 1) ||
         (spec->mnist_digits && (spec->rows > 89 || spec->cols > 89))) {
@@ -429,27 +499,46 @@ static inline int image_prepare_pixels(const uint8_t *pixels, int w, int h, int 
     uint8_t *work = (uint8_t *)malloc(npix * C);  // (h, w, C) interleaved
     uint8_t *out = (uint8_t *)malloc((size_t)C * spec->rows * spec->cols);
     float *plane = (float *)malloc(sizeof(float) * (size_t)spec->rows * spec->cols);
-    int rc = -1;
+    int rc = -1, D = C * spec->rows * spec->cols;
+    double fill = 255;  // what transparent pixels are laid over: the opposite of the opaque part
+    double sum = 0, sum2 = 0;
     if (!work || !out || !plane) {
         snprintf(err, errlen, "out of host memory for a %dx%d picture", w, h);
         goto done;
     }
+    if (has_alpha) {
+        double opacity = 0, light = 0;
+        for (size_t i = 0; i < npix; i++) {
+            const uint8_t *p = pixels + i * comp;
+            double a = p[comp - 1] / 255.0;
+            opacity += a;
+            light += a * (colour ? 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2] : p[0]);
+            prep->alpha_filled |= p[comp - 1] != 255;
+        }
+        fill = opacity > 0 && light / opacity > 127.5 ? 0 : 255;
+        prep->fill = (int)fill;
+        if (!prep->alpha_filled) has_alpha = 0;
+    }
+    prep->to_gray = C == 1 && colour;
+    prep->to_colour = C == 3 && !colour;
     for (size_t i = 0; i < npix; i++) {
         const uint8_t *p = pixels + i * comp;
         double rgb[3];
         for (int c = 0; c < 3; c++) rgb[c] = p[colour ? c : 0];
         if (has_alpha) {
             double a = p[comp - 1] / 255.0;
-            for (int c = 0; c < 3; c++) rgb[c] = a * rgb[c] + (1 - a) * 255;
+            for (int c = 0; c < 3; c++) rgb[c] = a * rgb[c] + (1 - a) * fill;
         }
         if (C == 1) work[i] = to_byte(colour ? 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] : rgb[0]);
         else
             for (int c = 0; c < 3; c++) work[i * 3 + c] = to_byte(rgb[c]);
     }
+    prep->resized = w != spec->cols || h != spec->rows;
+    prep->aspect_kept = (int64_t)w * spec->rows == (int64_t)h * spec->cols;
     if (C == 1) {
-        if (border_mean(work, w, h) > 127.5)
+        if ((prep->inverted = border_mean(work, w, h) > 127.5))
             for (size_t i = 0; i < npix; i++) work[i] = (uint8_t)(255 - work[i]);
-        if (spec->mnist_digits) {
+        if ((prep->digit = spec->mnist_digits)) {
             if (prepare_mnist_digit(work, w, h, spec, out, err, errlen) != 0) goto done;
         } else {
             if (resize_area(work, (size_t)w, 1, 0, 0, w, h, plane, spec->cols, spec->rows) != 0) goto oom;
@@ -462,7 +551,13 @@ static inline int image_prepare_pixels(const uint8_t *pixels, int w, int h, int 
             for (int i = 0; i < RC; i++) out[spec->planar ? c * RC + i : i * 3 + c] = to_byte(plane[i]);
         }
     }
-    for (int i = 0; i < C * spec->rows * spec->cols; i++) x[i] = out[i] / 255.0f;
+    for (int i = 0; i < D; i++) {
+        x[i] = out[i] / 255.0f;
+        sum += out[i];
+        sum2 += (double)out[i] * out[i];
+    }
+    prep->variance = sum2 / D - (sum / D) * (sum / D);
+    if (prep->variance < 0) prep->variance = 0;  // (rounding)
     rc = 0;
     goto done;
 oom:
@@ -474,19 +569,30 @@ done:
     return rc;
 }
 
+static inline int image_prepare_pixels(const uint8_t *pixels, int w, int h, int comp, const ImageSpec *spec,
+                                       float *x, char *err, size_t errlen) {
+    return image_prepare_pixels_how(pixels, w, h, comp, spec, x, NULL, err, errlen);
+}
+
 // Reads a PNG, JPG or BMP file and prepares it for the model (image_prepare_pixels): x gets
-// spec's channels * rows * cols floats. -1 and one line in err, naming the file, when it is
-// missing, empty, not a picture stb_image can read, larger than IMAGE_MAX_SIDE a side, or does
-// not fit the model (a blank picture for a digit model: no ink to centre).
-static inline int image_prepare(const char *path, const ImageSpec *spec, float *x, char *err, size_t errlen) {
+// spec's channels * rows * cols floats, and prep (when not NULL) how it was prepared. -1 and one
+// line in err, naming the file, when it is missing, empty, not a picture stb_image can read,
+// larger than IMAGE_MAX_SIDE a side, or does not fit the model (a blank picture for a digit
+// model: no ink to centre).
+static inline int image_prepare_how(const char *path, const ImageSpec *spec, float *x, ImagePrep *prep, char *err,
+                                    size_t errlen) {
     int w, h, comp;
     uint8_t *pixels = image_load(path, IMAGE_MAX_SIDE, &w, &h, &comp, err, errlen);
     if (!pixels) return -1;
     char why[512];
-    int rc = image_prepare_pixels(pixels, w, h, comp, spec, x, why, sizeof(why));
+    int rc = image_prepare_pixels_how(pixels, w, h, comp, spec, x, prep, why, sizeof(why));
     if (rc != 0) snprintf(err, errlen, "%s: %s", path, why);
     stbi_image_free(pixels);
     return rc;
+}
+
+static inline int image_prepare(const char *path, const ImageSpec *spec, float *x, char *err, size_t errlen) {
+    return image_prepare_how(path, spec, x, NULL, err, errlen);
 }
 
 // ----------------------------------------------------------------------------

@@ -28,11 +28,14 @@ BF16 too, against eager's FP32). The accuracy-only runs of the other seeds (--ac
 and take about as long as the rest; before them it prints and writes all of that once already,
 bench.md marked interim, so that a run cut off during them still leaves the timing table.
 
-Our trainer's CSV log (header kind,epoch,step,loss,accuracy,ms,samples_per_s,mem_mb):
+Our trainer's CSV log (header kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb,
+note; logs without the note column are read too):
   epoch rows give each epoch's training time (ms, eval excluded); the first --warmup of them
   are left out and the median of the rest is the epoch time. The summary row gives the final
   test accuracy (in [0,1]) and the peak device memory (MB); when it is missing, the last eval
-  row's accuracy and the largest mem_mb seen are used. Empty fields are fine.
+  row's accuracy and the largest mem_mb seen are used. Empty fields are fine. The last row, of
+  kind stop, says in its note why the run ended: a run that did not finish (a signal, an error)
+  is refused, since its numbers are not a whole run's.
 
 Numbers: samples/s = N_train / median epoch time; TFLOP/s counts 6 * sum(in*out) FLOPs per
 training sample (2 forward, 4 backward); % of peak is against the GPU's dense FP32 or TF32
@@ -188,7 +191,7 @@ def num(v):
 
 def parse_ours_csv(path, warmup, n_train):
     """Read train_mlp_fast's CSV log. Returns a dict of the record's numbers (None where missing)."""
-    epochs, evals, summary, mems = [], [], None, []
+    epochs, evals, summary, mems, stop = [], [], None, [], None
     with open(path, newline="") as f:
         lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
@@ -208,6 +211,10 @@ def parse_ours_csv(path, warmup, n_train):
             evals.append((order, num(row.get("accuracy")), num(row.get("loss"))))
         elif kind == "summary":
             summary = row
+        elif kind == "stop":
+            stop = (row.get("note") or "").strip()
+    if stop is not None and stop != "finished":
+        raise ValueError("%s: the run did not finish: %s" % (path, stop))
     epochs.sort(key=lambda e: (e[0], e[1]))
     ms_all = [e[2] for e in epochs if e[2] is not None]
     if not ms_all:

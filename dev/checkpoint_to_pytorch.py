@@ -33,8 +33,8 @@ import sys
 import zlib
 
 MAGIC = b"MLPCUCKP"
-VERSION = 1
-HEADER_BYTES = 12608
+VERSIONS = {1: 12608, 2: 12624}  # the format versions read, and each one's header size
+HEADER_BYTES = 12624             # the newest's (version 2 adds -H and its seed after the class names)
 MAX_LAYERS, MAX_WIDTH, MAX_CLASSES, CLASS_NAME_LEN = 16, 65536, 256, 48
 ACTS = ["sigmoid", "relu", "tanh"]
 KINDS = {1: "IDX", 2: "CIFAR-10", 3: "image folder"}
@@ -77,19 +77,23 @@ def read_checkpoint(path):
     if n < 12:
         fail("%s: truncated: the file has %d bytes, a checkpoint's header alone has %d" % (path, n, HEADER_BYTES))
     version = struct.unpack_from("<I", buf, 8)[0]
-    if version != VERSION:
-        fail("%s: checkpoint format version %d; this script reads version %d" % (path, version, VERSION))
-    if n < HEADER_BYTES:
-        fail("%s: truncated: the file has %d bytes, a checkpoint's header alone has %d" % (path, n, HEADER_BYTES))
+    crc_ok = n >= 16 and zlib.crc32(buf[: n - 4]) & 0xFFFFFFFF == struct.unpack_from("<I", buf, n - 4)[0]
+    if version not in VERSIONS:  # the CRC-32 first: a damaged version field is damage, not a newer file
+        if crc_ok:
+            fail("%s: checkpoint format version %d; this script reads versions 1 to 2" % (path, version))
+        fail("%s: corrupt: its CRC-32 (the last 4 bytes) does not match, and its version field reads %d" % (path, version))
+    header_bytes = VERSIONS[version]
+    if n < header_bytes:
+        fail("%s: truncated: the file has %d bytes, a checkpoint's header alone has %d" % (path, n, header_bytes))
     h = {name: struct.unpack_from(fmt, buf, off) for off, fmt, name in FIELDS}
     h = {k: (v if k in ("sizes", "rng") else v[0]) for k, v in h.items()}
     L = h["L"]
-    layout_ok = h["header_bytes"] == HEADER_BYTES and 1 <= L <= MAX_LAYERS and h["act"] <= 2
+    layout_ok = h["header_bytes"] == header_bytes and 1 <= L <= MAX_LAYERS and h["act"] <= 2
     sizes = list(h["sizes"][: L + 1]) if layout_ok else []
     layout_ok = layout_ok and all(1 <= s <= MAX_WIDTH for s in sizes) and not any(h["sizes"][L + 1 :])
     if layout_ok:
         want = sum(sizes[l + 1] * sizes[l] + sizes[l + 1] for l in range(L))
-        total = HEADER_BYTES + 8 * want + 4
+        total = header_bytes + 8 * want + 4
         layout_ok = h["num_params"] == want and h["file_bytes"] == total
     if layout_ok and n < total:
         fail("%s: truncated: the file has %d of the %d bytes its header describes" % (path, n, total))
@@ -107,6 +111,8 @@ def read_checkpoint(path):
     h["class_names"] = [cstr(raw[c * CLASS_NAME_LEN : (c + 1) * CLASS_NAME_LEN]) for c in range(h["num_classes"])]
     if h["num_classes"] != sizes[-1] or h["channels"] * h["rows"] * h["cols"] != sizes[0]:
         fail("%s: impossible header: the data's shape or classes do not fit the layer sizes" % path)
+    h["header_bytes"], h["path"] = header_bytes, path
+    h["holdout"] = struct.unpack_from("<f", buf, 12608)[0] if version >= 2 else None  # -H (None: not recorded)
     return h, buf
 
 
@@ -115,8 +121,11 @@ def tensors(h, buf):
     import numpy as np
 
     P = h["num_params"]
-    flat = np.frombuffer(buf, dtype="<f4", count=P, offset=HEADER_BYTES)
-    mbuf = np.frombuffer(buf, dtype="<f4", count=P, offset=HEADER_BYTES + 4 * P)
+    head = h["header_bytes"]
+    flat = np.frombuffer(buf, dtype="<f4", count=P, offset=head)
+    mbuf = np.frombuffer(buf, dtype="<f4", count=P, offset=head + 4 * P)
+    if not (np.isfinite(flat).all() and np.isfinite(mbuf).all()):
+        fail("%s: a parameter or momentum value is not finite: a checkpoint holds finite numbers only" % h["path"])
     layers, off, s = [], 0, h["sizes"]
     for l in range(h["L"]):
         W = flat[off : off + s[l + 1] * s[l]].reshape(s[l + 1], s[l])

@@ -5,7 +5,10 @@ plot_log.py -- the loss and accuracy curves of a training run, from its CSV log,
     python3 dev/plot_log.py LOG.csv [LOG2.csv ...] -o curves.png
 
 Every trainer writes the same CSV (run/log.h): a "# PROGRAM: flags" line, then the columns
-kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb. The left panel draws the
+kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb,note (logs without the note
+column are read too). The last row, of kind stop, says in its note why the run ended: a run
+that did not finish is labelled with that reason, and a resumed run (a resume row: the log of
+a run continued with -r) gets a dotted line at the step it resumed from. The left panel draws the
 training loss of each logged step (the mean over the steps since the line before) against the
 global step, and each epoch's test (or, with -H, validation) loss at the step it was evaluated;
 the right panel the test or validation accuracy after each epoch. Several logs are drawn in one
@@ -72,9 +75,15 @@ def main():
     for (path, settings, rows), fl in zip(runs, all_flags):
         program = settings.split(":")[0] or os.path.basename(path)
         label = program + " " + " ".join(f"{f} {fl[f]}" for f in differ if f in fl)
+        stops = [(r.get("note") or "").strip() for r in rows if r["kind"] == "stop"]
+        if stops and stops[-1] != "finished":  # the last run of the log did not finish: say why
+            label += f" (stopped: {stops[-1][:40]})"
         train = [(number(r["global_step"]), number(r["loss"])) for r in rows if r["kind"] == "train"]
         evals = [r for r in rows if r["kind"] in ("eval", "val")]
         line, = ax_loss.plot([s for s, _ in train], [l for _, l in train], lw=1, label=f"{label}: train")
+        for r in rows:
+            if r["kind"] == "resume":
+                ax_loss.axvline(number(r["global_step"]), color=line.get_color(), ls=":", lw=1)
         if evals:
             which = "validation" if any(r["kind"] == "val" for r in evals) else "test"
             ev = [r for r in evals if r["kind"] == ("val" if which == "validation" else "eval")]

@@ -20,6 +20,8 @@ string and a hint, then exits 1:
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/utils.h"  // no_gpu_instead: the command to suggest on a machine without a GPU
+
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
 static inline const char *cuda_hint(cudaError_t err) {
@@ -88,8 +90,8 @@ static inline cudaDeviceProp require_gpu(void) {
     const char *missing = gpu_missing();
     if (missing) {
         fflush(stdout);
-        fprintf(stderr, "error: no usable CUDA GPU here (%s) ---> try: the CPU trainer, same flags: ./train_mlp_cpu "
-                        "(make train_cpu)\n", missing);
+        fprintf(stderr, "error: no usable CUDA GPU here (%s) ---> try: %s\n", missing,
+                no_gpu_instead[0] ? no_gpu_instead : "the CPU trainer, ./train_mlp_cpu (make train_cpu)");
         exit(1);
     }
     cudaDeviceProp prop;

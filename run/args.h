@@ -55,6 +55,7 @@ typedef struct {
     char grid_path[1024];  // -i: with -e, a PNG grid of misclassified test images
     int num_predict;       // -p: pictures to classify with -e's model
     char predict[MAX_PREDICT][1024];
+    int replace;           // -F 1: -o, -c, -i may replace an existing file that is not of their kind
 } Config;
 
 // The three trainers; the program argument of the functions below is one of these
@@ -92,14 +93,15 @@ static const ArgSpec ARGS[] = {
     {'s', "INT", ARG_U64, CFG(seed), 0, 0, PROG_ALL, "random seed: init and shuffling"},
     {'v', "INT", ARG_INT, CFG(log_every), 1, 1000000000, PROG_ALL, "print a log line every this many steps"},
     {'o', "FILE", ARG_PATH, CFG(log_path), 0, 0, PROG_ALL,
-     "CSV log of steps, evaluations and epochs (default: a new file logs/PROGRAM_DATE-TIME_PID.csv)"},
+     "CSV log of steps, evaluations and epochs; resuming (-r) with the log of the run it continues appends to it"},
     {'t', "INT", ARG_INT, CFG(max_steps), 0, 1000000000, PROG_ALL,
      "stop each epoch after this many steps (0 = the whole epoch)"},
-    {'H', "FRAC", ARG_FLOAT, CFG(holdout), 0, 0.5, PROG_ALL,
-     "hold out this share of the training set (seeded by -s) as a validation set, evaluated after every epoch; "
-     "the test set is then evaluated at the end only"},
+    {'H', "FRAC", ARG_FLOAT, CFG(holdout), 0, 1, PROG_ALL,
+     "hold out this share of the training set (seeded by -s), strictly between 0 and 1, as a validation set, "
+     "evaluated after every epoch; the test set is then evaluated at the end only; 0: none"},
     {'c', "FILE", ARG_PATH, CFG(ckpt_path), 0, 0, PROG_ALL,
-     "write a checkpoint to FILE after every epoch, at the end of the run, and when stopped by Ctrl-C"},
+     "write a checkpoint to FILE after every epoch, at the end of the run, and when stopped by Ctrl-C, SIGTERM, "
+     "SIGHUP or SIGPIPE; one run at a time per FILE"},
     {'r', "FILE", ARG_PATH, CFG(resume_path), 0, 0, PROG_ALL,
      "resume the run in checkpoint FILE (-n stays the total number of epochs; -c may name the same file)"},
     {'e', "FILE", ARG_PATH, CFG(eval_path), 0, 0, PROG_ALL,
@@ -108,7 +110,11 @@ static const ArgSpec ARGS[] = {
     {'p', "IMAGE", ARG_PATHS, CFG(predict), 0, 0, PROG_ALL,
      "with -e: classify a PNG, JPG or BMP picture with the checkpoint's model and print its top 3 (repeatable)"},
     {'i', "FILE", ARG_PATH, CFG(grid_path), 0, 0, PROG_ALL,
-     "with -e: write a PNG grid of misclassified test images, with their true and predicted labels"},
+     "with -e: write a PNG grid (FILE ends in .png) of misclassified test images, with their true and predicted "
+     "labels"},
+    {'F', "0|1", ARG_INT, CFG(replace), 0, 1, PROG_ALL,
+     "1: let -o, -c and -i replace an existing file that is not of their kind (never an input of the run, never a "
+     "file in the data directory)"},
     {'T', "0|1", ARG_INT, CFG(trace), 0, 1, PROG_GPU,
      "1: print the second training step as a trace: each kernel with its grid, shapes, bytes, FLOPs and time"},
     {'x', "0|1|2", ARG_INT, CFG(precision), 0, 2, PROG_FAST,
@@ -234,6 +240,11 @@ static inline int parse_value(Config *c, const ArgSpec *a, const char *v, char *
             snprintf(err, errlen, "-%c: '%s' is not a number", a->flag, v);
             return -1;
         }
+        if (a->flag == 'H' && x >= 1) {
+            snprintf(err, errlen, "-H: %s is not below 1: it would hold out the whole training set; give 0 (none) or "
+                     "a share strictly between 0 and 1, such as 0.1", v);
+            return -1;
+        }
         if (!isfinite(x) || x < a->min || x > a->max) {
             snprintf(err, errlen, "-%c: %s is out of range; it must be a number in [%g, %g]", a->flag, v,
                      a->min, a->max);
@@ -310,7 +321,9 @@ static inline void format_value(const Config *c, const ArgSpec *a, char *out, si
     case ARG_INT: snprintf(out, n, "%d", *(const int *)base); break;
     case ARG_U64: snprintf(out, n, "%llu", (unsigned long long)*(const uint64_t *)base); break;
     case ARG_FLOAT: snprintf(out, n, "%g", *(const float *)base); break;
-    case ARG_PATH: snprintf(out, n, "%s", base[0] ? base : a->flag == 'd' ? "auto" : a->flag == 'o' ? "a new file" : "none"); break;
+    case ARG_PATH:
+        snprintf(out, n, "%s", base[0] ? base : a->flag == 'd' ? "auto" : a->flag == 'o' ? "a new file logs/PROGRAM_DATE-TIME_PID.csv" : "none");
+        break;
     case ARG_PATHS: snprintf(out, n, "none"); break;
     case ARG_ACT: snprintf(out, n, "%s", ACT_NAMES[c->act]); break;
     case ARG_LAYERS: {
@@ -340,11 +353,36 @@ static inline void config_usage(FILE *f, const char *argv0, int prog) {
     }
     fprintf(f, "  -h        this help\n\n");
     fprintf(f, "A run stops with exit 1 when it diverges: when the mean loss over a log interval (-v steps) is not\n"
-               "finite, or above 3 ln(classes), three times a uniform guess's. Ctrl-C stops it after the step in\n"
-               "progress (with -c: a checkpoint first), exit 130. Bad flags: exit 2.\n");
+               "finite, or above 3 ln(classes), three times a uniform guess's. Ctrl-C, SIGTERM, SIGHUP (a closed\n"
+               "terminal) and SIGPIPE (a closed stdout) stop it after the step in progress (with -c: a checkpoint\n"
+               "first). An output never replaces an input, never goes into the data directory, and replaces an\n"
+               "existing file only of its own kind (or with -F 1).\n\n"
+               "Exit codes: 0 done; 1 a runtime failure (a bad data file or checkpoint, out of memory, a diverging\n"
+               "run, a write error or a full disk); 2 a bad command line or a refused output; 129 SIGHUP;\n"
+               "130 Ctrl-C (SIGINT); 141 SIGPIPE; 143 SIGTERM.\n");
     if (prog == PROG_CPU)
         fprintf(f, "\nThreads: OpenMP's (OMP_NUM_THREADS), spinning only briefly while they wait. On a machine that\n"
                    "other programs keep busy, OMP_WAIT_POLICY=passive or OMP_NUM_THREADS=1 slow it down least.\n");
+}
+
+// The CPU trainer's command line for the same run as argv (a GPU trainer's), for the hint of a
+// machine without a GPU: "./train_mlp_cpu" and every flag the CPU trainer takes, with its value;
+// the GPU trainers' own flags (-T, -x, -f, -g) are left out and named in dropped ("" when none).
+static inline void cpu_trainer_command(int argc, char **argv, char *out, size_t n, char *dropped, size_t dn) {
+    size_t k = (size_t)snprintf(out, n, "./%s", program_name(PROG_CPU)), d = 0;
+    dropped[0] = '\0';
+    for (int i = 1; i < argc; i++) {
+        const char *s = strcmp(argv[i], "--gpus") == 0 ? "-g" : argv[i];
+        int flag = s[0] == '-' && s[1] && !s[2];
+        int cpu = flag && find_arg(s[1], PROG_CPU) != NULL;
+        if (flag && !cpu) {
+            if (d < dn) d += (size_t)snprintf(dropped + d, dn - d, "%s%s", d ? ", " : "", s);
+            i++;  // and its value
+            continue;
+        }
+        int quote = strpbrk(argv[i], " \t'\"\\$`*?[]()<>|;&~#") != NULL;
+        if (k < n) k += (size_t)snprintf(out + k, n - k, quote ? " '%s'" : " %s", argv[i]);
+    }
 }
 
 // What a trainer's main does with its command line: the defaults, then the flags; -h prints
@@ -358,6 +396,12 @@ static inline void config_from_command_line(Config *c, int argc, char **argv, in
         exit(0);
     }
     if (rc != 0) usage_error(argv[0], "%s", err);
+    if (prog != PROG_CPU) {  // the hint of a machine without a GPU (kernels/common.cuh): a command that runs
+        char cmd[4096], dropped[128];
+        cpu_trainer_command(argc, argv, cmd, sizeof(cmd), dropped, sizeof(dropped));
+        snprintf(no_gpu_instead, sizeof(no_gpu_instead), "%s (the CPU trainer: make train_cpu%s%s%s)", cmd,
+                 dropped[0] ? "; without " : "", dropped, dropped[0] ? ", which only the GPU trainers take" : "");
+    }
     if ((c->num_predict || c->grid_path[0]) && !c->eval_path[0])
         usage_error(argv[0], "-%c goes with -e FILE: the checkpoint whose model to use", c->num_predict ? 'p' : 'i');
 }

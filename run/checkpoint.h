@@ -13,7 +13,8 @@ all little-endian,
     the data          its kind (IDX, CIFAR-10, image folder), channels x rows x cols, planar or
                       interleaved, input = pixel * scale + offset (1/255 and 0), the number of
                       training items, the dataset's name, the class names
-    the settings      -b -l -k -w -s -t, and -n of the run that wrote it
+    the settings      -b -l -k -w -s -t, and -n of the run that wrote it; from version 2 on, -H and
+                      the seed of its split (version 2 adds them after the class names)
     the progress      epochs done, steps done in the epoch in progress (0 at an epoch's end),
                       steps done in all, and the shuffle RNG's state at the START of the epoch
                       in progress (before its permutation was drawn: a resume draws the same
@@ -21,7 +22,8 @@ all little-endian,
 
 then the flat FP32 parameters and the SGD momentum buffer (num_params floats each, in the
 layout of param_layout in common/mlp.h: W0 b0 W1 b1 ..., W (OUT, IN) row-major like nn.Linear),
-then a CRC-32 (zlib's crc32) of every byte before it.
+then a CRC-32 (zlib's crc32) of every byte before it: the last 4 bytes, in every version. This
+program writes version 2 and reads versions 1 and 2.
 
 Writing goes through common/safe_write.h: a temporary file created exclusively in the
 destination's directory, fsync'ed, then renamed over the destination, so a crash or a full disk
@@ -29,19 +31,22 @@ leaves the last good checkpoint in place, never half of a new one.
 
 Reading trusts nothing. The bytes are parsed by checkpoint_parse() from a memory buffer (what the
 fuzz target calls); checkpoint_read() reads the file, whose size (never a header's claim) decides
-what is allocated. Each problem gets its own message: not a checkpoint (bad magic), another
-format version, truncated (N of M bytes), trailing bytes, a CRC-32 mismatch (the file changed
-after it was written), and, for files whose CRC-32 is right but whose fields are impossible (a
-writer's bug, or a forged file), the field and why.
+what is allocated. Each problem gets its own message: not a checkpoint (bad magic), truncated (N
+of M bytes), trailing bytes, a CRC-32 mismatch (the file changed after it was written), a
+version this program does not read (told only by a file whose CRC-32 is right, so that a damaged
+version field is called damage, not a newer mlp.cu), and, for files whose CRC-32 is right but
+whose fields are impossible (a writer's bug, or a forged file), the field and why. A parameter or
+momentum that is not finite (NaN, infinity) is refused too: such a model predicts nothing, and a
+run resumed from it would only diverge; the writer refuses to write one.
 
 Then checkpoint_contradiction() compares a checkpoint with the command line and the data for a
 resume, and checkpoint_data_contradiction() with a dataset alone for -e. The resume rules:
 
-    must agree    -m -a -b -l -k -w -s -t, and the training set (shape, classes, planar or
+    must agree    -m -a -b -l -k -w -s -t -H, and the training set (shape, classes, planar or
                   interleaved, number of items, name): a resume redraws the same permutations
                   and ends bitwise identical to the run never stopped
     taken from the checkpoint when left off: all of the above and -n (checkpoint_adopt_settings),
-                  so `-r FILE` alone continues the run as it was started
+                  so `-r FILE` alone continues the run as it was started (-H from version 2 on)
     may differ    -n (the total number of epochs: may grow; at least the epochs already done),
                   -d (the data may move, if it is the same data), -v, -o, -c, and the fast
                   trainer's -x and -f (those change the arithmetic, so the result is then no
@@ -72,8 +77,9 @@ resume, and checkpoint_data_contradiction() with a dataset alone for -e. The res
 #endif
 
 #define CK_MAGIC "MLPCUCKP"        // the first 8 bytes of every checkpoint
-#define CK_VERSION 1u              // this file's format; another version is refused
-#define CK_HEADER_BYTES 12608u     // the parameters start here (a multiple of 16)
+#define CK_VERSION 2u              // the format this program writes; it reads 1 and 2
+#define CK_HEADER_BYTES 12624u     // version 2's header: the parameters start here (a multiple of 16)
+#define CK_HEADER_BYTES_V1 12608u  // version 1's header (the same fields, up to the class names)
 #define CK_NAME_LEN 64             // dataset name field
 #define CK_WRITER_LEN 32           // "train_mlp_cpu", "train_mlp", "train_mlp_fast"
 
@@ -110,7 +116,14 @@ enum {
     CK_OFF_STEPS_TOTAL = 280,  // u64     steps done in all epochs
     CK_OFF_RNG = 288,          // u64[4]  the shuffle RNG at the start of epoch epochs_done + 1
     CK_OFF_CLASS_NAMES = 320,  // char[256][48]
+    CK_OFF_HOLDOUT = 12608,    // f32     -H (version 2 on; 12612..12615 are zero)
+    CK_OFF_HOLDOUT_SEED = 12616, // u64   the seed of -H's split (version 2 on)
 };
+
+// the header's size in a version this program reads, or 0
+static inline uint32_t ck_header_bytes(uint32_t version) {
+    return version == 1 ? CK_HEADER_BYTES_V1 : version == 2 ? CK_HEADER_BYTES : 0;
+}
 
 // What a checkpoint says besides its two buffers. The trainers fill it with
 // checkpoint_meta_init() once and checkpoint_set_progress() before each write.
@@ -129,6 +142,9 @@ typedef struct {
     int batch, max_steps, epochs;
     float lr, momentum, weight_decay;
     uint64_t seed;
+    float holdout;          // -H: the share held out as a validation set; -1 when not recorded (version 1)
+    uint64_t holdout_seed;  // the seed of that split
+    int version;            // the format version it was read in (CK_VERSION when written)
     // the progress
     int epochs_done;       // epochs finished
     int step_in_epoch;     // steps finished in epoch epochs_done + 1 (0 at an epoch's end)
@@ -242,6 +258,9 @@ static inline void checkpoint_meta_init(CheckpointMeta *m, const Config *c, cons
     m->seed = c->seed;
     m->max_steps = c->max_steps;
     m->epochs = c->epochs;
+    m->holdout = c->holdout;
+    m->holdout_seed = c->seed;  // split_holdout draws the split from -s
+    m->version = CK_VERSION;
 }
 
 // Where the run is. At the end of epoch e: (e, 0, steps so far, the shuffle RNG as it is now,
@@ -262,10 +281,10 @@ static inline void checkpoint_set_progress(CheckpointMeta *m, int epochs_done, i
 // Returns 0 and the file size these imply in *total, or -1 with the reason in err.
 static inline int ck_check_layout(const uint8_t *h, uint64_t *total, char *err, size_t errlen) {
     uint32_t L = ck_get_u32(h + CK_OFF_L), act = ck_get_u32(h + CK_OFF_ACT);
-    uint32_t header_bytes = ck_get_u32(h + CK_OFF_HEADER_BYTES);
-    if (header_bytes != CK_HEADER_BYTES) {
-        snprintf(err, errlen, "header size is %u bytes; version %u's is %u", header_bytes, CK_VERSION,
-                 CK_HEADER_BYTES);
+    uint32_t header_bytes = ck_get_u32(h + CK_OFF_HEADER_BYTES), version = ck_get_u32(h + CK_OFF_VERSION);
+    uint32_t want_header = ck_header_bytes(version);
+    if (header_bytes != want_header) {
+        snprintf(err, errlen, "header size is %u bytes; version %u's is %u", header_bytes, version, want_header);
         return -1;
     }
     if (L < 1 || L > MAX_LAYERS) {
@@ -300,7 +319,7 @@ static inline int ck_check_layout(const uint8_t *h, uint64_t *total, char *err, 
                  (unsigned long long)num_params, s, (unsigned long long)want);
         return -1;
     }
-    *total = CK_HEADER_BYTES + 8 * want + 4;
+    *total = want_header + 8 * want + 4;
     uint64_t file_bytes = ck_get_u64(h + CK_OFF_FILE_BYTES);
     if (file_bytes != *total) {
         snprintf(err, errlen, "the header gives the file size as %llu bytes, but a model of %llu parameters makes %llu",
@@ -357,6 +376,11 @@ static inline int ck_decode_fields(const uint8_t *h, CheckpointMeta *m, char *er
             snprintf(err, errlen, "the name of class %u is not terminated", k);
             return -1;
         }
+        for (const unsigned char *q = (const unsigned char *)m->class_names[k]; *q; q++)
+            if (*q < 32 || *q == 127) {  // (no reader accepts one: it would break the printed tables)
+                snprintf(err, errlen, "the name of class %u holds the control byte 0x%02x", k, *q);
+                return -1;
+            }
     }
     m->lr = ck_get_f32(h + CK_OFF_LR);
     m->momentum = ck_get_f32(h + CK_OFF_MOMENTUM);
@@ -397,6 +421,40 @@ static inline int ck_decode_fields(const uint8_t *h, CheckpointMeta *m, char *er
     if (!(m->rng.s[0] | m->rng.s[1] | m->rng.s[2] | m->rng.s[3])) {
         snprintf(err, errlen, "impossible RNG state: all zero (xoshiro256** never reaches it)");
         return -1;
+    }
+    m->version = (int)ck_get_u32(h + CK_OFF_VERSION);
+    m->holdout = -1;  // version 1 does not record -H
+    m->holdout_seed = m->seed;
+    if (m->version >= 2) {
+        m->holdout = ck_get_f32(h + CK_OFF_HOLDOUT);
+        m->holdout_seed = ck_get_u64(h + CK_OFF_HOLDOUT_SEED);
+        if (!(m->holdout >= 0 && m->holdout < 1) || ck_get_u32(h + CK_OFF_HOLDOUT + 4) != 0) {
+            snprintf(err, errlen, "impossible -H %g (0, or a share between 0 and 1)", m->holdout);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// The first parameter or momentum value of the two buffers (n floats each) that is not finite, as
+// one line in err ("parameter 17 of 1108 (layer 0's weights) is nan"); 0 when every value is finite
+static inline int ck_find_nonfinite(const CheckpointMeta *m, const void *params, const void *mbuf, size_t n,
+                                    char *err, size_t errlen) {
+    for (int b = 0; b < 2; b++) {
+        const uint8_t *v = (const uint8_t *)(b ? mbuf : params);
+        for (size_t i = 0; i < n; i++) {
+            float x;
+            memcpy(&x, v + 4 * i, sizeof(x));  // (a file's bytes may be unaligned: read them as bytes)
+            if (isfinite(x)) continue;
+            size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
+            param_layout(m->sizes, m->L, w_off, b_off);
+            int layer = 0;
+            while (layer + 1 < m->L && i >= w_off[layer + 1]) layer++;
+            snprintf(err, errlen, "%s %zu of %zu (layer %d's %s) is %s: a checkpoint holds finite numbers only",
+                     b ? "momentum value" : "parameter", i, n, layer, i >= b_off[layer] ? "bias" : "weights",
+                     isnan(x) ? "NaN" : x > 0 ? "+infinity" : "-infinity");
+            return -1;
+        }
     }
     return 0;
 }
@@ -439,6 +497,8 @@ static inline void checkpoint_encode_header(const CheckpointMeta *m, uint8_t *h)
     for (int i = 0; i < 4; i++) ck_put_u64(h + CK_OFF_RNG + 8 * i, m->rng.s[i]);
     for (int k = 0; k < m->num_classes && k < MAX_CLASSES; k++)
         ck_put_str(h + CK_OFF_CLASS_NAMES + (size_t)k * CLASS_NAME_LEN, CLASS_NAME_LEN, m->class_names[k]);
+    ck_put_f32(h + CK_OFF_HOLDOUT, m->holdout);
+    ck_put_u64(h + CK_OFF_HOLDOUT_SEED, m->holdout_seed);
 }
 
 // Writes the checkpoint: the header of meta, params and mbuf (n floats each, n = meta's
@@ -472,6 +532,11 @@ static inline int checkpoint_write(const char *path, const CheckpointMeta *meta,
     if (bad) {
         free(header);
         snprintf(err, errlen, "%s: not written: %s (a bug in the program writing it); %s", path, why, kept);
+        return -1;
+    }
+    if (ck_find_nonfinite(meta, params, mbuf, n, why, sizeof(why)) != 0) {
+        free(header);
+        snprintf(err, errlen, "%s: not written: %s (the run diverged); %s", path, why, kept);
         return -1;
     }
     SafeWrite w;
@@ -534,21 +599,28 @@ static inline int checkpoint_parse(const uint8_t *buf, size_t len, CheckpointMet
                  CK_HEADER_BYTES);
         return -1;
     }
-    uint32_t version = ck_get_u32(buf + CK_OFF_VERSION);
-    if (version != CK_VERSION) {
-        snprintf(err, errlen, "checkpoint format version %u; this program reads version %u%s", version, CK_VERSION,
-                 version > CK_VERSION ? " (it was written by a newer mlp.cu)" : "");
+    // the CRC-32, the last 4 bytes in every version, before the version is believed: a damaged
+    // version field must be called damage, not a newer program's file
+    uint32_t version = ck_get_u32(buf + CK_OFF_VERSION), header_bytes = ck_header_bytes(version);
+    int crc_ok = len >= 16 && ck_get_u32(buf + len - 4) == ck_crc32((uint32_t)crc32(0L, Z_NULL, 0), buf, len - 4);
+    if (!header_bytes) {
+        if (crc_ok)
+            snprintf(err, errlen, "checkpoint format version %u; this program reads versions 1 to %u%s", version,
+                     CK_VERSION, version > CK_VERSION ? " (it was written by a newer mlp.cu)" : "");
+        else
+            snprintf(err, errlen, "corrupt: its CRC-32 (the last 4 bytes) does not match its %zu bytes, and its "
+                     "version field reads %u, which no mlp.cu writes: the file was damaged or cut", len, version);
         return -1;
     }
     // 2. its size: the header says how long the file is; compare before believing anything
-    if (len < CK_HEADER_BYTES) {
+    if (len < header_bytes) {
         uint64_t claim = len >= CK_OFF_FILE_BYTES + 8 ? ck_get_u64(buf + CK_OFF_FILE_BYTES) : 0;
-        if (claim > CK_HEADER_BYTES)
+        if (claim > header_bytes)
             snprintf(err, errlen, "truncated: the file has %zu of the %llu bytes its header describes", len,
                      (unsigned long long)claim);
         else
             snprintf(err, errlen, "truncated: the file has %zu bytes, a checkpoint's header alone has %u", len,
-                     CK_HEADER_BYTES);
+                     header_bytes);
         return -1;
     }
     uint64_t total = 0;
@@ -568,7 +640,7 @@ static inline int checkpoint_parse(const uint8_t *buf, size_t len, CheckpointMet
     }
     // 3. the CRC-32: any byte changed since it was written
     uint32_t stored_crc = ck_get_u32(buf + len - 4), crc_all = ck_crc32((uint32_t)crc32(0L, Z_NULL, 0), buf, len - 4);
-    if (crc_all != stored_crc) {
+    if (!crc_ok) {
         snprintf(err, errlen, "corrupt: CRC-32 of its first %zu bytes is 0x%08x, expected 0x%08x (its last 4 bytes): "
                  "the file changed after it was written%s%s", len - 4, crc_all, stored_crc,
                  sane ? "" : "; the header is damaged too: ", sane ? "" : layout_err);
@@ -580,7 +652,11 @@ static inline int checkpoint_parse(const uint8_t *buf, size_t len, CheckpointMet
         return -1;
     }
     if (ck_decode_fields(buf, meta, err, errlen) != 0) return -1;
-    *params_offset = CK_HEADER_BYTES;
+    // 5. the numbers: every parameter and momentum value finite (read as bytes: buf may be unaligned)
+    if (ck_find_nonfinite(meta, buf + header_bytes, buf + header_bytes + 4 * meta->num_params,
+                          (size_t)meta->num_params, err, errlen) != 0)
+        return -1;
+    *params_offset = header_bytes;
     return 0;
 }
 
@@ -654,7 +730,7 @@ static inline int checkpoint_read(const char *path, Checkpoint *ck, char *err, s
 // a checkpoint against the command line and the data
 
 // The flags a resume takes from the checkpoint when the command line leaves them off: -m -a -b
-// -l -k -w -s -t -n. given: the letters of the flags that were on the command line (e.g. "rnc";
+// -l -k -w -s -t -n, and -H where the checkpoint records it (version 2 on). given: the letters of the flags that were on the command line (e.g. "rnc";
 // see flags_given). -m sets the sizes but not sizes_given: load_datasets_or_die then fits the
 // first and last size to the data, and checkpoint_contradiction names any mismatch in data terms.
 static inline void checkpoint_adopt_settings(const Checkpoint *ck, Config *c, const char *given) {
@@ -672,6 +748,7 @@ static inline void checkpoint_adopt_settings(const Checkpoint *ck, Config *c, co
     if (!CK_GIVEN('s')) c->seed = m->seed;
     if (!CK_GIVEN('t')) c->max_steps = m->max_steps;
     if (!CK_GIVEN('n')) c->epochs = m->epochs;
+    if (!CK_GIVEN('H') && m->holdout >= 0) c->holdout = m->holdout;
 #undef CK_GIVEN
 }
 
@@ -712,8 +789,10 @@ static inline int checkpoint_data_contradiction(const Checkpoint *ck, const Data
         return -1;
     }
     if (resume && (ds->n != m->train_n || strcmp(ds->name, m->dataset_name) != 0)) {
-        snprintf(err, errlen, "%s was trained on %s (%d training images) but %s holds %s (%d): resume on the same data",
-                 ck->path, m->dataset_name, m->train_n, dir, ds->name, ds->n);
+        snprintf(err, errlen, "%s was trained on %s (%d training images) but %s holds %s (%d): resume on the same "
+                 "data%s", ck->path, m->dataset_name, m->train_n, dir, ds->name, ds->n,
+                 m->holdout < 0 ? ", with the -H of the run that wrote it (a version-1 checkpoint does not record -H)"
+                                : "");
         return -1;
     }
     return 0;
@@ -725,6 +804,11 @@ static inline int checkpoint_data_contradiction(const Checkpoint *ck, const Data
 static inline int checkpoint_contradiction(const Checkpoint *ck, const Config *c, const Dataset *train, char *err,
                                            size_t errlen) {
     const CheckpointMeta *m = &ck->meta;
+    if (m->holdout >= 0 && c->holdout != m->holdout) {  // (before the data: -H changes the training set's size)
+        snprintf(err, errlen, "-H %g contradicts the checkpoint %s, trained with -H %g: leave -H out to resume it, "
+                 "or start a new run without -r", c->holdout, ck->path, m->holdout);
+        return -1;
+    }
     if (checkpoint_data_contradiction(ck, train, c->data_dir, 1, err, errlen) != 0) return -1;
     int same_sizes = c->L == m->L;
     for (int l = 0; same_sizes && l <= m->L; l++) same_sizes = c->sizes[l] == m->sizes[l];

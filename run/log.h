@@ -13,14 +13,18 @@ a pipe they are plain lines, one per -v steps, as above.
 
 The CSV log (-o FILE; by default logs/PROGRAM_DATE-TIME_PID.csv, a new file for every run):
     # train_mlp_cpu: -d DIR -m 784,128,10 -a sigmoid -b 64 -l 0.1 -k 0.9 -w 0 -n 4 -s 1337 ...
-    kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb
+    kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb,note
     train   a logged step: the mean loss of the steps since the last one, ms per step over them
     eval    after each epoch (or at the end, with -H): test loss, test accuracy in [0,1], its ms
     val     after each epoch with -H: the validation set's loss and accuracy
     epoch   after each epoch: ms of training in that epoch (evaluation excluded)
     summary at the end: final test accuracy, peak memory in MB (device memory on the GPU)
-Every row is flushed as it is written, so a run that is killed keeps every row so far. The file
-is locked while the run writes it: a second run given the same -o is refused, not interleaved.
+    resume  a resumed run (-r) appending to the log of the run it continues; note: the checkpoint
+    stop    the last row, however the run ended; note: why ("finished", "SIGINT ...", the error)
+Every row is flushed as it is written, so a run that is killed keeps every row so far (only
+kill -9 ends a run without its stop row). The file is locked while the run writes it: a second
+run given the same -o is refused, not interleaved. A resumed run given an existing log of
+mlp.cu appends to it, after a resume row; any other run replaces it.
 
 Divergence: a run whose mean loss over a log interval is not finite, or above 3 ln(classes) --
 three times the loss of a uniform guess, which is about where a freshly initialised model starts --
@@ -102,11 +106,37 @@ static inline void format_rate(double x, char *out, size_t n) {
 typedef struct {
     FILE *f;
     char path[1024];
+    int last_epoch;      // where the run is, for the stop row
+    long last_step, last_global_step;
 } CsvLog;
+
+#define CSV_HEADER "kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb,note"
+
+static CsvLog *csv_open_log;  // the log being written, for the stop row of a run that ends by exit()
+static inline void csv_stop(CsvLog *log, const char *note);
+
+// atexit: a run that ends in die() or exit() (an error, a divergence) still gets its stop row,
+// with the error's message as the note
+static inline void csv_at_exit(void) {
+    if (csv_open_log && csv_open_log->f) csv_stop(csv_open_log, die_message[0] ? die_message : "exit");
+}
+
+// 1 when the log at path ends in a header of this version's columns: a resumed run may append
+static inline int csv_has_current_header(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[2048];
+    int ok = 0;
+    for (int i = 0; i < 2 && fgets(line, sizeof(line), f); i++) ok = i == 1 && strcmp(line, CSV_HEADER "\n") == 0;
+    fclose(f);
+    return ok;
+}
 
 // Opens the run's log for writing, line by line: -o's path, or a new name for this run. Refuses
 // (exit 2, one line) a directory, a FIFO or device, a symbolic link, a directory that cannot be
 // written, and a log another run is writing now (an exclusive lock, held until the run ends).
+// A resumed run (-r) appends to an existing log of this format (after a resume row saying so);
+// any other existing log is replaced.
 static inline void csv_open(CsvLog *log, const Config *c, int prog, const char *settings) {
     if (c->log_path[0]) {
         snprintf(log->path, sizeof(log->path), "%s", c->log_path);
@@ -130,29 +160,81 @@ static inline void csv_open(CsvLog *log, const Config *c, int prog, const char *
         usage_error(argv0, "-o: %s is not a regular file", log->path);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0)
         usage_error(argv0, "-o: another run is writing the log %s now; give this run another -o", log->path);
-    if (ftruncate(fd, 0) != 0) die("-o FILE", "cannot empty the log %s: %s", log->path, strerror(errno));
-    log->f = fdopen(fd, "w");
+    int append = c->resume_path[0] && st.st_size > 0 && csv_has_current_header(log->path);
+    if (!append && ftruncate(fd, 0) != 0) die("-o FILE", "cannot empty the log %s: %s", log->path, strerror(errno));
+    if (append && lseek(fd, 0, SEEK_END) < 0) die("-o FILE", "cannot append to the log %s: %s", log->path, strerror(errno));
+    log->f = fdopen(fd, append ? "a" : "w");
     if (!log->f) die("-o FILE", "cannot open the log %s: %s", log->path, strerror(errno));
-    fprintf(log->f, "# %s: %s\n", argv0, settings);
-    fprintf(log->f, "kind,epoch,step,global_step,loss,accuracy,ms,samples_per_s,mem_mb\n");
+    if (!append) {
+        fprintf(log->f, "# %s: %s\n", argv0, settings);
+        fprintf(log->f, CSV_HEADER "\n");
+    }
     fflush(log->f);
+    csv_open_log = log;
+    static int registered = 0;
+    if (!registered) registered = atexit(csv_at_exit) == 0;
 }
 
-// one row, flushed at once; empty fields for values that are < 0 (not applicable)
-static inline void csv_row(CsvLog *log, const char *kind, int epoch, long step, long global_step, double loss,
-                           double acc, double ms, double sps, double mem_mb) {
+// A CSV field: as it is, or in double quotes (doubled inside) when it holds a comma, a quote or a
+// line break (a line break becomes a space: one row is one line)
+static inline void csv_put_field(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+
+// one row with a note, flushed at once; empty fields for values that are < 0 (not applicable).
+// A row that cannot be written ends the run (exit 1); the stop row never does (it is the last).
+static inline void csv_row_note(CsvLog *log, const char *kind, int epoch, long step, long global_step, double loss,
+                                double acc, double ms, double sps, double mem_mb, const char *note) {
+    if (!log->f) return;
+    log->last_epoch = epoch;
+    log->last_step = step;
+    log->last_global_step = global_step;
     fprintf(log->f, "%s,%d,%ld,%ld,", kind, epoch, step, global_step);
     double v[5] = {loss, acc, ms, sps, mem_mb};
     for (int i = 0; i < 5; i++) {
         if (v[i] >= 0) fprintf(log->f, i == 0 ? "%.6f" : "%.6g", v[i]);
-        fprintf(log->f, i < 4 ? "," : "\n");
+        fputc(',', log->f);
     }
-    if (fflush(log->f) != 0) die("free disk space", "cannot write the log %s: %s", log->path, strerror(errno));
+    csv_put_field(log->f, note);
+    fputc('\n', log->f);
+    if (fflush(log->f) != 0 && strcmp(kind, "stop") != 0) {
+        int saved = errno;
+        fclose(log->f);  // (the stop row could not be written either)
+        log->f = NULL;
+        die("free disk space, or a larger file-size limit (ulimit -f)", "cannot write the log %s: %s", log->path,
+            strerror(saved));
+    }
+}
+
+static inline void csv_row(CsvLog *log, const char *kind, int epoch, long step, long global_step, double loss,
+                           double acc, double ms, double sps, double mem_mb) {
+    csv_row_note(log, kind, epoch, step, global_step, loss, acc, ms, sps, mem_mb, "");
 }
 
 static inline void csv_close(CsvLog *log) {
+    if (csv_open_log == log) csv_open_log = NULL;
     if (!log->f) return;
-    fcloseCheck(log->f, log->path);  // (closing drops the lock)
+    FILE *f = log->f;
+    log->f = NULL;
+    fcloseCheck(f, log->path);  // (closing drops the lock)
+}
+
+// The last row, kind stop, with why the run ended in note; then closes the log. Never exits: a
+// stop row that cannot be written is lost, and the run ends as it was ending.
+static inline void csv_stop(CsvLog *log, const char *note) {
+    if (csv_open_log == log) csv_open_log = NULL;
+    if (!log->f) return;
+    csv_row_note(log, "stop", log->last_epoch, log->last_step, log->last_global_step, -1, -1, -1, -1, -1, note);
+    fclose(log->f);
     log->f = NULL;
 }
 
@@ -193,6 +275,13 @@ static inline void run_log_open(RunLog *r, const Config *c, int prog, int steps_
         snprintf(settings + k, sizeof(settings) - k, " -x %d -f %d", c->precision, c->path);
     }
     csv_open(&r->csv, c, prog, settings);
+    if (c->resume_path[0]) {  // where the run continues: the step after the checkpoint's last
+        char note[1600];
+        snprintf(note, sizeof(note), "resumed from %s: %s", c->resume_path, settings);
+        int steps = steps_per_epoch > 0 ? steps_per_epoch : 1;
+        csv_row_note(&r->csv, "resume", (int)(global_step / steps) + 1, global_step % steps, global_step, -1, -1, -1,
+                     -1, -1, note);
+    }
 }
 
 // the loss of one step (the CPU, each step), or the sum of n steps' losses (the GPU, at a log line)
@@ -212,9 +301,16 @@ static inline void log_step(RunLog *r, int epoch, int step, double ms_per_step) 
     double limit = 3 * r->chance_loss;  // (one class: the loss is 0, and nothing can diverge)
     if (!isfinite(loss) || (r->chance_loss > 0 && loss > limit)) {
         if (r->tty) printf("\n");
-        die("a smaller learning rate (-l)",
-            "the run diverged at epoch %d step %d: the mean loss of the last steps is %g%s%.3g (3 ln(classes), three "
-            "times a uniform guess's)", epoch, step, loss, isfinite(loss) ? ", above " : "", limit);
+        r->csv.last_epoch = epoch;
+        r->csv.last_step = step;
+        r->csv.last_global_step = r->global_step;
+        char value[160];
+        if (isfinite(loss))
+            snprintf(value, sizeof(value), "%.4g, above %.3g (3 ln(classes), three times a uniform guess's)", loss,
+                     limit);
+        else snprintf(value, sizeof(value), "%s: the weights overflowed", isnan(loss) ? "not a number" : "infinite");
+        die("a smaller learning rate (-l)", "the run diverged at epoch %d step %d: the mean loss of the last steps is %s",
+            epoch, step, value);
     }
     double sps = r->B / (ms_per_step / 1e3);
     char rate[32];
@@ -250,9 +346,9 @@ static inline void log_final(RunLog *r, const Config *c, const char *dataset, do
                              double train_s_total, int epochs_run, double mem_mb, const char *device) {
     csv_row(&r->csv, "summary", c->epochs, r->steps, r->global_step, test_loss, test_acc, 1e3 * train_s_total, -1,
             mem_mb);
-    csv_close(&r->csv);
-    printf("final | %s | test accuracy %.2f%% | test loss %.4f | %d epochs | %.4f s/epoch", dataset, 100 * test_acc,
-           test_loss, c->epochs, epochs_run ? train_s_total / epochs_run : 0.0);
+    csv_stop(&r->csv, "finished");
+    printf("final | %s | test accuracy %.2f%% | test loss %.4f | %d epoch%s | %.4f s/epoch", dataset, 100 * test_acc,
+           test_loss, c->epochs, c->epochs == 1 ? "" : "s", epochs_run ? train_s_total / epochs_run : 0.0);
     if (mem_mb >= 0) printf(" | %.1f MB", mem_mb);
     printf(" | %s\n", device);
     printf("log: %s\n", r->csv.path);

@@ -1,7 +1,8 @@
 /*
 run/run.h: a training run's life around its steps, the same for the three trainers: starting
 fresh or resuming a checkpoint (-r), drawing each epoch's permutation, writing checkpoints (-c)
-after every epoch, and stopping cleanly on Ctrl-C or SIGTERM. Each trainer calls it in a line or
+after every epoch (under a lock, so that two runs never share one), and stopping cleanly on
+Ctrl-C, SIGTERM, SIGHUP or SIGPIPE (run/signals.h). Each trainer calls it in a line or
 two; the model, its kernels and the loop's arithmetic stay in the trainer.
 
     Run run;
@@ -13,7 +14,7 @@ two; the model, its kernels and the loop's arithmetic stay in the trainer.
         run_epoch(&run, perm, train.n);              // this epoch's permutation
         for (step = run_first_step(&run, epoch); step <= steps; step++) {
             ... the step ...
-            run_after_steps(&run, &log, epoch, step, steps, 1);   // exits 130 when asked to stop
+            run_after_steps(&run, &log, epoch, step, steps, 1);   // exits 128 + the signal when asked to stop
         }
         evaluate; log; run_end_of_epoch(&run, epoch);            // -c: the checkpoint
     }
@@ -58,7 +59,21 @@ typedef struct {
     FetchState fetch;
     size_t num_params;
     float *host_params, *host_mbuf;  // where fetch puts them, for writing
+    int lock_fd;              // -c's lock (path_lock), held for the whole run; -1 when none
+    char lock_path[SAFE_PATH_LEN];
 } Run;
+
+static Run *run_locked;  // the run holding -c's lock, for the exit handler
+
+// Gives back -c's lock (removing its hidden lock file). Safe to call twice.
+static inline void run_unlock(Run *r) {
+    if (r->lock_fd >= 0) path_unlock(r->lock_fd, r->lock_path);
+    r->lock_fd = -1;
+    if (run_locked == r) run_locked = NULL;
+}
+static inline void run_unlock_at_exit(void) {
+    if (run_locked) run_unlock(run_locked);
+}
 
 // Before the data is loaded: with -r, read the checkpoint (exit 1 when it is bad) and take from it
 // every setting the command line leaves out; with -c, refuse a path that cannot be written (exit 2)
@@ -67,6 +82,8 @@ static inline void run_begin(Run *r, Config *c, int argc, char **argv, int prog)
     memset(r, 0, sizeof(*r));
     r->cfg = c;
     r->prog = prog;
+    r->lock_fd = -1;
+    file_size_signal_ignore();  // a write past ulimit -f fails with a message, not a silent death
     char err[2048];
     if (c->resume_path[0]) {
         if (checkpoint_read(c->resume_path, &r->ck, err, sizeof(err)) != 0)
@@ -81,7 +98,9 @@ static inline void run_begin(Run *r, Config *c, int argc, char **argv, int prog)
 }
 
 // After the data is loaded and the model built: checks a resume against the data and the flags
-// (exit 2 on a contradiction), seeds the shuffle, and installs the Ctrl-C handler. Returns the
+// (exit 2 on a contradiction), takes -c's lock (exit 2 when another run holds it: two runs
+// writing one checkpoint would each report it written, and only one would survive), seeds the
+// shuffle, and installs the Ctrl-C handler. Returns the
 // checkpoint's parameters (and its momentum in *mbuf) for the trainer to load, or NULL for a
 // fresh run, which the trainer initialises from the seed.
 static inline const float *run_start(Run *r, const Dataset *train, void *model, FetchState fetch, size_t num_params,
@@ -102,14 +121,21 @@ static inline const float *run_start(Run *r, const Dataset *train, void *model, 
         r->steps_total = r->ck.meta.steps_total;
         params = r->ck.params;
         *mbuf = r->ck.mbuf;
-        printf("resuming %s: %d epochs and %d steps done, %llu steps in all\n", r->ck.path, r->ck.meta.epochs_done,
-               r->ck.meta.step_in_epoch, (unsigned long long)r->steps_total);
+        int e = r->ck.meta.epochs_done, k = r->ck.meta.step_in_epoch;
+        printf("resuming %s: %d epoch%s and %d step%s done, %llu in all\n", r->ck.path, e, e == 1 ? "" : "s", k,
+               k == 1 ? "" : "s", (unsigned long long)r->steps_total);
     } else {
         rng_seed(&r->shuffle, r->cfg->seed, 1);  // every trainer draws the same permutations from the same -s
         *mbuf = NULL;
     }
     checkpoint_meta_init(&r->meta, r->cfg, train, program_name(r->prog));
     if (r->cfg->ckpt_path[0]) {
+        char err[SAFE_PATH_LEN + 300];
+        r->lock_fd = path_lock(r->cfg->ckpt_path, r->lock_path, sizeof(r->lock_path), err, sizeof(err));
+        if (r->lock_fd < 0) usage_error(program_name(r->prog), "-c: %s; give this run another -c", err);
+        run_locked = r;
+        static int registered = 0;
+        if (!registered) registered = atexit(run_unlock_at_exit) == 0;
         r->host_params = (float *)mallocCheck(num_params * sizeof(float));
         r->host_mbuf = (float *)mallocCheck(num_params * sizeof(float));
     }
@@ -136,6 +162,7 @@ static inline int run_write_checkpoint(Run *r, int epochs_done, int step_in_epoc
                          sizeof(err)) != 0) {
         fflush(stdout);
         fprintf(stderr, "error: %s\n", err);
+        snprintf(die_message, sizeof(die_message), "%s", err);  // (the log's stop row says why)
         return 0;
     }
     return 1;
@@ -147,17 +174,24 @@ static inline int run_write_checkpoint(Run *r, int epochs_done, int step_in_epoc
 static inline void run_count_steps(Run *r, int n) { r->steps_total += (uint64_t)n; }
 
 // After n more steps, the last of them step `step` of `steps` in epoch `epoch`, and nothing after
-// them started: counts them, and when Ctrl-C or SIGTERM has asked the run to stop, writes the
-// checkpoint (with -c), closes the log, says so and exits 130.
+// them started: counts them, and when a signal has asked the run to stop (run/signals.h), writes
+// the checkpoint (with -c), the log's stop row, says so and exits 128 + the signal's number.
 static inline void run_after_steps(Run *r, RunLog *log, int epoch, int step, int steps, int n) {
     run_count_steps(r, n);
     int sig = stop_requested();
     if (!sig) return;
     int written = step == steps ? run_write_checkpoint(r, epoch, 0, &r->shuffle)
                                 : run_write_checkpoint(r, epoch - 1, step, &r->epoch_start);
-    csv_close(&log->csv);
-    stop_message(stdout, sig, epoch, step, r->cfg->ckpt_path[0] ? r->cfg->ckpt_path : NULL, written);
-    exit(STOP_EXIT_CODE);
+    const char *ck = r->cfg->ckpt_path[0] ? r->cfg->ckpt_path : NULL;
+    char note[2600];
+    stop_text(note, sizeof(note), sig, epoch, step, ck, written);
+    log->csv.last_epoch = epoch;
+    log->csv.last_step = step;
+    log->csv.last_global_step = (long)r->steps_total;
+    csv_stop(&log->csv, note);
+    stop_message(sig, epoch, step, ck, written);
+    run_unlock(r);
+    exit(stop_exit_code(sig));
 }
 
 // After an epoch (and its evaluation): -c's checkpoint. A checkpoint that cannot be written ends
@@ -168,6 +202,7 @@ static inline void run_end_of_epoch(Run *r, int epoch) {
 
 static inline void run_finish(Run *r) {
     stop_signals_uninstall();
+    run_unlock(r);
     free(r->host_params);
     free(r->host_mbuf);
     if (r->resumed) checkpoint_free(&r->ck);

@@ -16,25 +16,50 @@ an epoch's steps, the settings box.
 #include "../common/safe_write.h"
 #include "../common/utils.h"
 
-// 1 when path (a file that may not exist yet) lies inside directory dir, through links and ".."
-static inline int path_inside(const char *path, const char *dir) {
-    char d[PATH_MAX], p[PATH_MAX], parent[SAFE_PATH_LEN];
-    if (!realpath(dir, d) || path_dir(path, parent, sizeof(parent)) != 0 || !realpath(parent, p)) return 0;
-    size_t n = strlen(d);
-    return strncmp(p, d, n) == 0 && (p[n] == '/' || p[n] == '\0');
-}
-
-// No output may go into the data directory, where it could replace a data file: refused (exit 2)
+// The rule for outputs (common/safe_write.h's output_check) applied to this run's: -o (or the
+// default log's directory), -c and -i, against the run's inputs (-r, -e, -p and the data directory
+// with every file in it) and against each other. -c may name -r's checkpoint: resuming in place.
+// Refused: exit 2, one line naming the flag and the file. Called once the data directory is known,
 // before anything is loaded.
-static inline void check_outputs_outside(const Config *c, const char *prog) {
+static inline void outputs_check(const Config *c, const char *prog) {
+    const char *inputs[MAX_PREDICT + 3];
+    int n = 0;
+    inputs[n++] = c->eval_path;
+    for (int i = 0; i < c->num_predict; i++) inputs[n++] = c->predict[i];
+    inputs[n++] = c->resume_path;
+    inputs[n] = NULL;
+    char err[3000];
+    const int eval = c->eval_path[0] != '\0';  // -e writes no log
+    if (!eval && !c->log_path[0] && path_inside("logs/run.csv", c->data_dir))
+        usage_error(prog, "the default log directory logs/ is inside the data directory %s, where outputs never go: "
+                    "name the log with -o FILE outside it", c->data_dir);
+    if (!eval && c->log_path[0] &&
+        output_check("-o", c->log_path, OUT_LOG, inputs, c->data_dir, c->replace, err, sizeof(err)) != 0)
+        usage_error(prog, "%s", err);
+    if (c->ckpt_path[0]) {
+        inputs[n - 1] = path_same_file(c->ckpt_path, c->resume_path) ? "" : c->resume_path;  // resuming in place
+        int rc = output_check("-c", c->ckpt_path, OUT_CHECKPOINT, inputs, c->data_dir, c->replace, err, sizeof(err));
+        inputs[n - 1] = c->resume_path;
+        if (rc != 0) usage_error(prog, "%s", err);
+    }
+    if (c->grid_path[0] &&
+        output_check("-i", c->grid_path, OUT_PNG, inputs, c->data_dir, c->replace, err, sizeof(err)) != 0)
+        usage_error(prog, "%s", err);
+    // two outputs, one file: one would replace the other
     const struct {
         char flag;
         const char *path;
-    } out[] = {{'o', c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}};
+    } out[] = {{'o', eval ? "" : c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}};
     for (int i = 0; i < 3; i++)
-        if (out[i].path[0] && path_inside(out[i].path, c->data_dir))
-            usage_error(prog, "-%c %s is inside the data directory %s: outputs never go where the data is", out[i].flag,
-                        out[i].path, c->data_dir);
+        for (int j = i + 1; j < 3; j++) {
+            char a[SAFE_PATH_LEN], b[SAFE_PATH_LEN];
+            if (out[i].path[0] && out[j].path[0] &&
+                (path_same_file(out[i].path, out[j].path) ||
+                 (path_resolve(out[i].path, a, sizeof(a)) == 0 && path_resolve(out[j].path, b, sizeof(b)) == 0 &&
+                  strcmp(a, b) == 0)))
+                usage_error(prog, "-%c %s and -%c %s name the same file: give each output its own", out[i].flag,
+                            out[i].path, out[j].flag, out[j].path);
+        }
 }
 
 // What every trainer does first: find the data, load both splits, and fit the model to them:
@@ -50,7 +75,7 @@ static inline void load_datasets_or_die(Config *c, const char *prog, Dataset *tr
         if (why[0]) printf("note: %s\n", why);  // a default place skipped, and why
         snprintf(c->data_dir, sizeof(c->data_dir), "%s", dir);
     }
-    check_outputs_outside(c, prog);
+    outputs_check(c, prog);
     if (dataset_load_both(c->data_dir, train, test, err, sizeof(err)) != 0)
         die(chosen ? "check the files in -d's directory, or name another with -d DIR" : "make data", "%s", err);
     int inputs = dataset_dim(train), classes = train->num_classes;
@@ -75,6 +100,8 @@ static inline void split_holdout(Dataset *train, Dataset *val, float frac, uint6
     val->images = val->labels = NULL;
     int k = (int)((double)frac * train->n);
     if (k == 0) return;
+    if (k >= train->n)
+        die("a smaller -H", "-H %g holds out all %d training items, leaving none to train on", frac, train->n);
     size_t D = (size_t)dataset_dim(train);
     int *perm = (int *)mallocCheck(sizeof(int) * (size_t)train->n);
     uint8_t *held = (uint8_t *)callocCheck((size_t)train->n, 1);

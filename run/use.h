@@ -31,6 +31,7 @@ the three trainers print the same report from the same logits.
 #include "args.h"
 #include "checkpoint.h"
 #include "report.h"
+#include "signals.h"
 #include "train.h"
 #include "../common/utils.h"
 
@@ -61,22 +62,27 @@ static inline void use_begin(Use *u, Config *c, int prog) {
     if (c->grid_path[0] && c->num_predict)
         usage_error(argv0, "-i draws the test set's mistakes and -p classifies pictures: give one of them");
     if (c->grid_path[0] && safe_write_check(c->grid_path, err, sizeof(err)) != 0) usage_error(argv0, "-i: %s", err);
+    file_size_signal_ignore();  // a grid written past ulimit -f fails with a message (run/signals.h)
     if (checkpoint_read(c->eval_path, &u->ck, err, sizeof(err)) != 0)
         die("-e FILE names a checkpoint that -c wrote", "%s", err);
     const CheckpointMeta *m = &u->ck.meta;
     int same = c->L == m->L;
     for (int l = 0; same && l <= m->L; l++) same = c->sizes[l] == m->sizes[l];
     if (c->sizes_given && !same) usage_error(argv0, "-m contradicts the model in %s: leave -m out", c->eval_path);
+    if (!c->num_predict) {  // pictures only: no dataset needed
+        // the data is compared with the model in the model's terms below: load_datasets_or_die fits
+        // the sizes to the data (sizes_given 0), which then must agree with the checkpoint
+        c->sizes_given = 0;
+        load_datasets_or_die(c, argv0, &u->train, &u->test);
+        u->have_data = 1;
+        if (checkpoint_data_contradiction(&u->ck, &u->test, c->data_dir, 0, err, sizeof(err)) != 0)
+            usage_error(argv0, "%s: evaluate it on data of its own shape (-d)", err);
+        memcpy(u->test.class_names, m->class_names, sizeof(m->class_names));  // the names the model learnt
+    }
     c->L = m->L;
     memcpy(c->sizes, m->sizes, sizeof(int) * (size_t)(m->L + 1));
     c->act = m->act;
     c->sizes_given = 1;
-    if (c->num_predict) return;  // pictures only: no dataset needed
-    load_datasets_or_die(c, argv0, &u->train, &u->test);
-    u->have_data = 1;
-    if (checkpoint_data_contradiction(&u->ck, &u->test, c->data_dir, 0, err, sizeof(err)) != 0)
-        usage_error(argv0, "%s", err);
-    memcpy(u->test.class_names, m->class_names, sizeof(m->class_names));  // the names the model learnt
 }
 
 // what the checkpoint's model takes as a picture
@@ -108,11 +114,20 @@ static inline int use_run(Use *u, void *model, ForwardLogits forward) {
                m->channels == 3 ? "colour pictures" : "gray pictures", C);
         for (int i = 0; i < u->cfg->num_predict; i++) {
             const char *path = u->cfg->predict[i];
-            if (image_prepare(path, &spec, x, err, sizeof(err)) != 0) {
+            ImagePrep prep;
+            if (image_prepare_how(path, &spec, x, &prep, err, sizeof(err)) != 0) {
                 fflush(stdout);
                 fprintf(stderr, "error: %s\n", err);
                 rc = 1;
                 continue;
+            }
+            char how[600];
+            image_prep_describe(&prep, &spec, how, sizeof(how));
+            printf("%s: %s\n", path, how);
+            if (prep.variance == 0) {
+                fflush(stdout);
+                fprintf(stderr, "warning: %s: the prepared picture is one flat value, with nothing to recognise: its "
+                        "prediction means nothing\n", path);
             }
             forward(model, x, 1, logits);
             softmax_probs(logits, C, probs);

@@ -3,17 +3,21 @@ The checkpoint library, the evaluation report and the signal handling (run/check
 run/report.h, run/signals.h), tested directly, with no trainer binary:
   1. round trip: a small CPU model written and read back, every field and byte equal, the
      header's fields at the offsets doc/checkpoint.md gives;
-  2. damaged files, each with its own message: bad magic, another version, truncated at several
-     points, trailing bytes, one byte flipped at EVERY position (the CRC-32), and forged files
-     whose CRC-32 is right but whose fields are impossible (layer sizes, a huge parameter count
-     in a short file, classes, progress); a directory, a FIFO, a missing file;
+  2. damaged files, each with its own message: bad magic, another version (told from a damaged
+     version field by the CRC-32, checked first), truncated at several points, trailing bytes,
+     one byte flipped at EVERY position (the CRC-32), and forged files whose CRC-32 is right but
+     whose fields are impossible (layer sizes, a huge parameter count in a short file, classes,
+     progress, a control byte in a class name, -H) or whose numbers are not finite (a NaN weight,
+     an infinite momentum: refused by the reader, and never written); a version-1 file still
+     loads; a directory, a FIFO, a missing file;
   3. a checkpoint against the command line and the data: each contradiction named, the flags a
      resume may leave off taken from the checkpoint, -n allowed to grow;
   4. failed writes (a missing directory, a directory as the destination, a full disk simulated
      with RLIMIT_FSIZE) fail with one line and leave the last good checkpoint as it was, and no
      temporary file behind;
   5. the report of -e on a small hand-made case and the top-3 line of -p, compared as text;
-  6. SIGINT and SIGTERM: the first sets the flag, the second kills;
+  6. SIGINT, SIGTERM and SIGHUP: the first sets the flag, the second kills; SIGPIPE sets the flag
+     and is then ignored; the exit codes and the stop message;
   7. dev/checkpoint_to_pytorch.py --numpy on checkpoints of small CPU models (each activation)
      gets as many test images right as evaluate_cpu, on a synthetic IDX test set written here
      (skipped when python3 or numpy is missing); so does its PyTorch path where PyTorch is
@@ -27,6 +31,7 @@ Usage: tests/bin/test_checkpoint   (from the repository root, where make test ru
 #include "../run/report.h"
 #include "../run/signals.h"
 #include "check.h"
+#include "ckpt_v1.h"  // checkpoint_as_version1
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -177,13 +182,13 @@ static void test_round_trip(void) {
               memcmp(ck.mbuf, model.mbuf, model.num_params * 4) == 0,
           "parameters and momentum buffer: every byte equal");
     // the offsets of doc/checkpoint.md
-    check(memcmp(good, "MLPCUCKP", 8) == 0 && ck_get_u32(good + 8) == 1 && ck_get_u32(good + 12) == 12608 &&
+    check(memcmp(good, "MLPCUCKP", 8) == 0 && ck_get_u32(good + 8) == 2 && ck_get_u32(good + 12) == 12624 &&
               ck_get_u64(good + 16) == good_len && ck_get_u32(good + 32) == 3 && ck_get_u32(good + 40) == 30 &&
               ck_get_u32(good + 52) == 5 && ck_get_u32(good + 240) == 16 && ck_get_u32(good + 276) == 3 &&
-              strcmp((const char *)good + 320 + 48, "class B") == 0 &&
-              memcmp(good + 12608, model.params, 4) == 0,
+              strcmp((const char *)good + 320 + 48, "class B") == 0 && ck_get_f32(good + 12608) == cfg.holdout &&
+              ck_get_u64(good + 12616) == 4242 && memcmp(good + 12624, model.params, 4) == 0,
           "fields at the documented offsets (magic 0, version 8, L 32, sizes 40, -b 240, step 276, names 320, "
-          "parameters 12608)");
+          "-H 12608, its seed 12616, parameters 12624)");
     // writing what was read gives the same bytes
     char again[600];
     snprintf(again, sizeof(again), "%s/again.bin", tmpdir);
@@ -234,11 +239,44 @@ static void test_damaged(void) {
                  "starts with bytes 00 00 08 03 00 00 00 01, a");
     expect_error("an empty file", read_variant(b, 0, err, sizeof(err)), err, "the file is empty");
     memcpy(b, good, good_len);
-    ck_put_u32(b + 8, 2);
-    expect_error("version 2", read_variant(b, good_len, err, sizeof(err)), err,
-                 "format version 2; this program reads version 1 (it was written by a newer mlp.cu)");
+    ck_put_u32(b + 8, 3);
+    reseal(b, good_len);
+    expect_error("version 3, its CRC-32 right", read_variant(b, good_len, err, sizeof(err)), err,
+                 "format version 3; this program reads versions 1 to 2 (it was written by a newer mlp.cu)");
     ck_put_u32(b + 8, 0);
-    expect_error("version 0", read_variant(b, good_len, err, sizeof(err)), err, "format version 0");
+    reseal(b, good_len);
+    expect_error("version 0, its CRC-32 right", read_variant(b, good_len, err, sizeof(err)), err, "format version 0");
+    memcpy(b, good, good_len);
+    b[9] ^= 0x01;  // one bit flipped in the version field: damage, not a newer program's file
+    expect_error("one bit flipped in the version field", read_variant(b, good_len, err, sizeof(err)), err,
+                 "corrupt: its CRC-32 (the last 4 bytes) does not match its");
+    check(strstr(err, "newer") == NULL, "... and it is not called a newer mlp.cu's file");
+
+    // a version-1 file (the same fields, a 12,608-byte header, no -H) still loads
+    {
+        size_t n1 = 0;
+        uint8_t *v1 = checkpoint_as_version1(good, good_len, &n1);
+        char p1[600];
+        snprintf(p1, sizeof(p1), "%s/v1.bin", tmpdir);
+        write_bytes(p1, v1, n1);
+        Checkpoint c1;
+        rc = checkpoint_read(p1, &c1, err, sizeof(err));
+        check(rc == 0 && c1.meta.version == 1 && c1.meta.holdout == -1 && c1.meta.L == 3 &&
+                  memcmp(c1.params, model.params, model.num_params * 4) == 0 &&
+                  memcmp(c1.mbuf, model.mbuf, model.num_params * 4) == 0,
+              "a version-1 checkpoint loads: its model, parameters and momentum, -H unknown%s%s", rc ? ": " : "",
+              rc ? err : "");
+        if (rc == 0) {
+            Dataset d = train;
+            d.n = 90;  // a run that held out 10 with -H, resumed without it
+            Config c = cfg;
+            rc = checkpoint_contradiction(&c1, &c, &d, err, sizeof(err));
+            expect_error("a version-1 checkpoint on a training set of another size", rc, err,
+                         "with the -H of the run that wrote it (a version-1 checkpoint does not record -H)");
+            checkpoint_free(&c1);
+        }
+        free(v1);
+    }
 
     // truncated at several points: inside the magic, the header, the parameters, the CRC
     size_t cuts[] = {5, 10, 20, 100, CK_HEADER_BYTES - 1, CK_HEADER_BYTES, CK_HEADER_BYTES + 1000, good_len - 4,
@@ -262,12 +300,12 @@ static void test_damaged(void) {
     memcpy(b, good, good_len);
     size_t missed = 0, first_missed = 0;
     char first_msg[1024] = "";
-    for (size_t pos = 12; pos < good_len; pos++) {
+    for (size_t pos = 8; pos < good_len; pos++) {
         b[pos] ^= 0x10;
         CheckpointMeta m;
         size_t off;
         rc = checkpoint_parse(b, good_len, &m, &off, err, sizeof(err));
-        if (rc == 0 || strncmp(err, "corrupt: CRC-32 of its first", 28) != 0) {
+        if (rc == 0 || strncmp(err, "corrupt: ", 9) != 0 || strstr(err, "CRC-32") == NULL) {
             if (!missed++) {
                 first_missed = pos;
                 snprintf(first_msg, sizeof(first_msg), "%s", rc ? err : "(accepted)");
@@ -275,8 +313,8 @@ static void test_damaged(void) {
         }
         b[pos] ^= 0x10;
     }
-    check(missed == 0, "a flipped bit at each of the %zu positions from byte 12 on: \"corrupt: CRC-32 ...\"%s",
-          good_len - 12, missed ? "" : "");
+    check(missed == 0, "a flipped bit at each of the %zu positions from byte 8 on (the version too): \"corrupt: "
+          "CRC-32 ...\"%s", good_len - 8, missed ? "" : "");
     if (missed) printf("       missed %zu, the first at byte %zu: %s\n", missed, first_missed, first_msg);
     b[5000] ^= 1;
     snprintf(want, sizeof(want), "corrupt: CRC-32 of its first %zu bytes is 0x", good_len - 4);
@@ -332,6 +370,50 @@ static void test_damaged(void) {
     reseal(b, good_len);
     expect_error("a NaN input scale", read_variant(b, good_len, err, sizeof(err)), err,
                  "impossible input normalization");
+    memcpy(b, good, good_len);
+    b[CK_OFF_CLASS_NAMES + CLASS_NAME_LEN + 2] = '\n';  // "cl\nss B"
+    reseal(b, good_len);
+    expect_error("a newline in a class name", read_variant(b, good_len, err, sizeof(err)), err,
+                 "the name of class 1 holds the control byte 0x0a");
+    memcpy(b, good, good_len);
+    ck_put_f32(b + CK_OFF_HOLDOUT, 1.0f);
+    reseal(b, good_len);
+    expect_error("-H 1", read_variant(b, good_len, err, sizeof(err)), err, "impossible -H 1");
+
+    // numbers that are not finite, with the CRC-32 right: refused, whichever buffer and value
+    size_t P0 = model.num_params;
+    struct {
+        const char *what;
+        size_t at;
+        float value;
+        const char *expect;
+    } nonfinite[] = {
+        {"a NaN weight", 5, NAN, "parameter 5 of 808 (layer 0's weights) is NaN"},
+        {"an infinite bias", 30 * 17 + 3, INFINITY, "parameter 513 of 808 (layer 0's bias) is +infinity"},
+        {"a -infinite weight of the last layer", 808 - 5 - 1, -INFINITY, "(layer 2's weights) is -infinity"},
+        {"a NaN momentum", P0 + 7, NAN, "momentum value 7 of 808 (layer 0's weights) is NaN"},
+    };
+    for (size_t i = 0; i < sizeof(nonfinite) / sizeof(nonfinite[0]); i++) {
+        memcpy(b, good, good_len);
+        ck_put_f32(b + CK_HEADER_BYTES + 4 * nonfinite[i].at, nonfinite[i].value);
+        reseal(b, good_len);
+        expect_error(nonfinite[i].what, read_variant(b, good_len, err, sizeof(err)), err, nonfinite[i].expect);
+    }
+    {  // the writer refuses them too, and keeps the last good file
+        float *bad = (float *)malloc(sizeof(float) * P0);
+        memcpy(bad, model.params, sizeof(float) * P0);
+        bad[100] = NAN;
+        rc = checkpoint_write(ckpath, &meta, bad, model.mbuf, P0, err, sizeof(err));
+        size_t n_now = 0;
+        uint8_t *now = read_bytes(ckpath, &n_now);
+        expect_error("writing a model with a NaN weight", rc, err,
+                     "not written: parameter 100 of 808 (layer 0's weights) is NaN: a checkpoint holds finite numbers "
+                     "only (the run diverged); the previous checkpoint is kept");
+        check(now && n_now == good_len && memcmp(now, good, good_len) == 0 && leftover_temp_files() == 0,
+              "... the previous checkpoint is unchanged, and no temporary file is left");
+        free(now);
+        free(bad);
+    }
 
     // a huge model claimed by a short file: refused from the sizes, nothing allocated from the claim
     memcpy(b, good, good_len);
@@ -445,6 +527,22 @@ static void test_contradictions(void) {
     expect_contradiction(&ck, &c, &d, "a training set of 99 items",
                          "was trained on a test set (100 training images) but other/data holds a test set (99): "
                          "resume on the same data");
+    check(strstr(err, "-H") == NULL, "... (a version-2 checkpoint records -H: the message need not name it)");
+    // -H: recorded from version 2 on, taken by a resume that leaves it off, refused when it differs
+    ck.meta.holdout = 0.25f;
+    c = cfg, c.holdout = 0.1f;
+    expect_contradiction(&ck, &c, &train, "-H 0.1 against a checkpoint of -H 0.25",
+                         "-H 0.1 contradicts the checkpoint");
+    config_defaults(&c, PROG_CPU);
+    checkpoint_adopt_settings(&ck, &c, "r");
+    check(c.holdout == 0.25f, "-r alone: -H from the checkpoint (%g)", c.holdout);
+    config_defaults(&c, PROG_CPU);
+    c.holdout = 0.1f;
+    checkpoint_adopt_settings(&ck, &c, "rH");
+    check(c.holdout == 0.1f, "-r with -H 0.1: -H 0.1 kept (and then refused above)");
+    ck.meta.holdout = 0;
+    c = cfg;
+    snprintf(c.data_dir, sizeof(c.data_dir), "other/data");
     d = train;
     snprintf(d.name, sizeof(d.name), "Fashion-MNIST");
     expect_contradiction(&ck, &c, &d, "another dataset of the same size", "holds Fashion-MNIST (100)");
@@ -639,9 +737,9 @@ static void test_report(void) {
 // 6. signals
 
 static void test_signals(void) {
-    section("SIGINT and SIGTERM");
-    int sigs[2][2] = {{SIGINT, SIGINT}, {SIGTERM, SIGINT}};
-    for (int t = 0; t < 2; t++) {
+    section("SIGINT, SIGTERM, SIGHUP and SIGPIPE");
+    int sigs[4][2] = {{SIGINT, SIGINT}, {SIGTERM, SIGINT}, {SIGHUP, SIGHUP}, {SIGPIPE, SIGPIPE}};
+    for (int t = 0; t < 4; t++) {
         fflush(stdout);
         int fds[2];
         if (pipe(fds) != 0) return;
@@ -654,7 +752,7 @@ static void test_signals(void) {
             seen = (char)(seen && stop_requested() == sigs[t][0]);  // still alive, the flag set
             ssize_t w = write(fds[1], &seen, 1);
             (void)w;
-            raise(sigs[t][1]);  // the default action again: this kills
+            raise(sigs[t][1]);  // the default action again: this kills (SIGPIPE: ignored from now on)
             _exit(3);
         }
         close(fds[1]);
@@ -665,21 +763,24 @@ static void test_signals(void) {
         waitpid(pid, &status, 0);
         check(got == 1 && seen == 1, "the first %s sets the flag and the program goes on",
               stop_signal_name(sigs[t][0]));
-        check(WIFSIGNALED(status) && WTERMSIG(status) == sigs[t][1], "a second signal (%s) kills it at once",
-              stop_signal_name(sigs[t][1]));
+        if (sigs[t][0] == SIGPIPE)
+            check(WIFEXITED(status) && WEXITSTATUS(status) == 3,
+                  "a second SIGPIPE is ignored: writes to the closed stdout fail quietly until the run stops");
+        else
+            check(WIFSIGNALED(status) && WTERMSIG(status) == sigs[t][1], "a second signal (%s) kills it at once",
+                  stop_signal_name(sigs[t][1]));
     }
-    FILE *f = tmpfile();
-    stop_message(f, SIGINT, 2, 350, "ck.bin", 1);
-    stop_message(f, SIGTERM, 1, 7, NULL, 0);
-    rewind(f);
-    char text[512] = "";
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    check(strcmp(text, "stopped by SIGINT after epoch 2 step 350; checkpoint written to ck.bin "
-                       "(resume with -r ck.bin)\n"
-                       "stopped by SIGTERM after epoch 1 step 7; no checkpoint written (-c FILE keeps one)\n") == 0,
-          "the message: \"%.*s\"", (int)strcspn(text, "\n"), text);
+    check(stop_exit_code(SIGINT) == 130 && stop_exit_code(SIGTERM) == 143 && stop_exit_code(SIGHUP) == 129 &&
+              stop_exit_code(SIGPIPE) == 141,
+          "exit codes 128 + the signal: SIGINT 130, SIGTERM 143, SIGHUP 129, SIGPIPE 141");
+    char text[2][512];
+    stop_text(text[0], sizeof(text[0]), SIGINT, 2, 350, "ck.bin", 1);
+    stop_text(text[1], sizeof(text[1]), SIGPIPE, 1, 7, NULL, 0);
+    check(strcmp(text[0], "stopped by SIGINT after epoch 2 step 350; checkpoint written to ck.bin "
+                          "(resume with -r ck.bin)") == 0 &&
+              strcmp(text[1], "stopped by SIGPIPE (stdout was closed) after epoch 1 step 7; no checkpoint written "
+                              "(-c FILE keeps one)") == 0,
+          "the message: \"%s\"", text[0]);
 }
 
 // ----------------------------------------------------------------------------

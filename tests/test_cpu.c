@@ -345,8 +345,9 @@ static void test_binary(const char *bin) {
     char line[256];
     while (f && fgets(line, sizeof(line), f)) rows++;
     if (f) fclose(f);
-    // the settings line, the header, 2 epochs x (1 train + epoch + eval), summary
-    check(code == 0 && rows == 2 + 2 * 3 + 1, "a run on a tiny .gz dataset exits 0 and logs %d CSV lines (want 9)", rows);
+    // the settings line, the header, 2 epochs x (1 train + epoch + eval), summary, stop
+    check(code == 0 && rows == 2 + 2 * 3 + 1 + 1, "a run on a tiny .gz dataset exits 0 and logs %d CSV lines (want 10)",
+          rows);
 }
 
 // ----------------------------------------------------------------------------

@@ -17,7 +17,14 @@ itself into a temporary directory:
      anything is allocated (each load in a child process, under a cap on its address space), gzip
      bombs refused with their peak memory measured, bytes after a gzip stream refused, FIFOs,
      directories and devices in place of every data file named as such (never a hang), pictures
-     whose header claims more than their file holds, and the default data directory's lookup.
+     whose header claims more than their file holds, and the default data directory's lookup;
+  8. the rule for outputs (output_check): each kind replaces only its own kind or an empty file
+     (or anything with -F 1), never an input (hard and symbolic links too) nor a file in the data
+     directory, by any path (data2/ beside data/ is fine); path_lock's hidden lock file; temporary
+     files named with their writer's PID, a dead writer's removed by the next write;
+  9. pictures too large told alike at every size (up to beyond stb_image's own limit); a white
+     object on transparency laid over black; -p's line on how it prepared a picture; a class
+     folder whose name holds a newline refused.
 Usage: tests/bin/test_data      (from the repository root; needs Debian's Fashion-MNIST for part 6)
 */
 #define TESTING
@@ -26,6 +33,7 @@ Usage: tests/bin/test_data      (from the repository root; needs Debian's Fashio
 #include "idx_write.h"  // put_be32
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
 static char tmpdir[256];
 
@@ -1319,6 +1327,194 @@ static void test_limits(void) {
     if (chdir(cwd) != 0) die("", "cannot return to %s", cwd);
 }
 
+// ----------------------------------------------------------------------------
+// 6. the rule for outputs (common/safe_write.h's output_check), locks, stale temporary files
+
+static void test_output_check(void) {
+    section("the rule for outputs: its own kind, never an input, never the data directory");
+    char err[2000];
+    make_dir(mkpath("rule"));
+    make_dir(mkpath("rule/data"));
+    make_dir(mkpath("rule/data2"));
+    write_text(mkpath("rule/data/train.bin"), "the data\n");
+    write_text(mkpath("rule/notes.txt"), "my notes\n");
+    write_text(mkpath("rule/empty"), "");
+    write_text(mkpath("rule/run.csv"), "# train_mlp_cpu: -d x\nkind,epoch,step\n");
+    write_text(mkpath("rule/ck.bin"), "MLPCUCKP and more");
+    write_text(mkpath("rule/pic.png"), "\x89PNG\r\n\x1a\n and more");
+    write_text(mkpath("rule/fake.png"), "not a picture");
+    const char *data = mkpath("rule/data");
+    char data_dir[600];
+    snprintf(data_dir, sizeof(data_dir), "%s", data);
+    const char *none[] = {NULL};
+    struct {
+        const char *flag, *path;
+        OutputKind kind;
+        int force, ok;
+        const char *expect;
+    } cases[] = {
+        {"-o", "rule/run.csv", OUT_LOG, 0, 1, ""},
+        {"-c", "rule/ck.bin", OUT_CHECKPOINT, 0, 1, ""},
+        {"-i", "rule/pic.png", OUT_PNG, 0, 1, ""},
+        {"-c", "rule/empty", OUT_CHECKPOINT, 0, 1, ""},
+        {"-c", "rule/new.bin", OUT_CHECKPOINT, 0, 1, ""},
+        {"-c", "rule/notes.txt", OUT_CHECKPOINT, 0, 0, "the file exists and is not an mlp.cu checkpoint"},
+        {"-o", "rule/notes.txt", OUT_LOG, 0, 0, "is not a CSV log of mlp.cu"},
+        {"-o", "rule/ck.bin", OUT_LOG, 0, 0, "is not a CSV log of mlp.cu"},
+        {"-i", "rule/fake.png", OUT_PNG, 0, 0, "is not a PNG picture"},
+        {"-c", "rule/notes.txt", OUT_CHECKPOINT, 1, 1, ""},
+        {"-i", "rule/errors.jpg", OUT_PNG, 1, 0, "give a name ending in .png"},
+        {"-E", "rule/model.onnx.bak", OUT_ONNX, 0, 0, "give a name ending in .onnx"},
+        {"-E", "rule/model.safetensors", OUT_SAFETENSORS, 0, 1, ""},
+        {"-o", "rule/data/x.csv", OUT_LOG, 1, 0, "is inside the data directory"},
+        {"-o", "rule/data/../data/y.csv", OUT_LOG, 0, 0, "is inside the data directory"},
+        {"-o", "rule/data2/x.csv", OUT_LOG, 0, 1, ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[700];
+        snprintf(path, sizeof(path), "%s", mkpath("%s", cases[i].path));
+        err[0] = '\0';
+        int rc = output_check(cases[i].flag, path, cases[i].kind, none, data_dir, cases[i].force, err, sizeof(err));
+        check(cases[i].ok ? rc == 0 : rc != 0 && strstr(err, cases[i].expect) && strncmp(err, cases[i].flag, 2) == 0,
+              "%s %s%s -> %s", cases[i].flag, cases[i].path, cases[i].force ? " -F 1" : "", rc ? err : "allowed");
+    }
+    // inputs, by device and inode: the same path, a hard link, a symbolic link; -F 1 changes nothing
+    char input[700], hard[700], soft[700];
+    snprintf(input, sizeof(input), "%s", mkpath("rule/ck.bin"));
+    snprintf(hard, sizeof(hard), "%s", mkpath("rule/hard.csv"));
+    snprintf(soft, sizeof(soft), "%s", mkpath("rule/soft.png"));
+    int linked = link(input, hard) == 0 && symlink(input, soft) == 0;
+    const char *inputs[] = {"", input, NULL};
+    int rc1 = output_check("-c", input, OUT_CHECKPOINT, inputs, NULL, 1, err, sizeof(err));
+    check(rc1 != 0 && strstr(err, "is the same file as the input"), "an input named again -> \"%s\"", err);
+    int rc2 = linked ? output_check("-o", hard, OUT_LOG, inputs, NULL, 1, err, sizeof(err)) : -1;
+    check(rc2 != 0 && strstr(err, "is the same file as the input"), "a hard link to an input (-F 1) -> \"%s\"", err);
+    int rc3 = linked ? output_check("-i", soft, OUT_PNG, inputs, NULL, 0, err, sizeof(err)) : -1;
+    check(rc3 != 0 && strstr(err, "is the same file as the input"), "a symbolic link to an input -> \"%s\"", err);
+    // a hard link to a file inside the data directory, from outside it
+    char dlink[700];
+    snprintf(dlink, sizeof(dlink), "%s", mkpath("rule/outside.csv"));
+    int rc4 = link(mkpath("rule/data/train.bin"), dlink) == 0
+                  ? output_check("-o", dlink, OUT_LOG, none, data_dir, 1, err, sizeof(err)) : -1;
+    check(rc4 != 0 && strstr(err, "is the same file as") && strstr(err, "train.bin, in the data directory"),
+          "a hard link to a data file, outside the data directory (-F 1) -> \"%s\"", err);
+    char sib[700];
+    snprintf(sib, sizeof(sib), "%s", mkpath("rule/data2/z.csv"));
+    check(path_inside(mkpath("rule/data/new/x.csv"), data_dir) && !path_inside(sib, data_dir) &&
+              path_inside(mkpath("rule/data2/../data/x"), data_dir),
+          "path_inside: a path under a missing sub-directory is inside; data2/ beside data/ is not");
+
+    section("a lock beside a file, and stale temporary files");
+    char lock1[700], lock2[700], target[700];
+    snprintf(target, sizeof(target), "%s", mkpath("rule/locked.ckpt"));
+    int fd1 = path_lock(target, lock1, sizeof(lock1), err, sizeof(err));
+    pid_t pid = fork();
+    if (pid == 0) {  // another process: refused while the first holds it
+        char l[700], e[2000];
+        int fd = path_lock(target, l, sizeof(l), e, sizeof(e));
+        _exit(fd < 0 && strstr(e, "another run is writing") ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    check(fd1 >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(lock1, "/.locked.ckpt.lock"),
+          "path_lock: a hidden %s beside the file; another process is refused while it is held", strrchr(lock1, '/'));
+    path_unlock(fd1, lock1);
+    int fd2 = path_lock(target, lock2, sizeof(lock2), err, sizeof(err));
+    struct stat st;
+    check(fd2 >= 0, "... and gets it once it is given back");
+    path_unlock(fd2, lock2);
+    check(stat(lock2, &st) != 0, "path_unlock removes the lock file");
+
+    // temporary files named with their writer's PID: a dead writer's go, a live one's stay
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    write_text(mkpath("rule/.out.bin.tmp.%d.Ab12Cd", (int)dead), "half");
+    write_text(mkpath("rule/.out.bin.tmp.%d.Ab12Cd", (int)getppid()), "a live writer's");
+    write_text(mkpath("rule/.out.bin.tmp.Xy12Zw"), "an old-style name: its writer unknown");
+    write_text(mkpath("rule/.other.bin.tmp.%d.Ab12Cd", (int)dead), "another destination's");
+    SafeWrite w;
+    int rc = safe_write_open(&w, mkpath("rule/out.bin"), err, sizeof(err));
+    char mine[64];
+    snprintf(mine, sizeof(mine), ".out.bin.tmp.%d.", (int)getpid());
+    check(rc == 0 && strstr(w.tmp, mine) != NULL, "the temporary file's name holds the writer's PID: %s",
+          rc == 0 ? strrchr(w.tmp, '/') + 1 : err);
+    if (rc == 0) safe_write_abort(&w);
+    check(stat(mkpath("rule/.out.bin.tmp.%d.Ab12Cd", (int)dead), &st) != 0 &&
+              stat(mkpath("rule/.out.bin.tmp.%d.Ab12Cd", (int)getppid()), &st) == 0 &&
+              stat(mkpath("rule/.out.bin.tmp.Xy12Zw"), &st) == 0 &&
+              stat(mkpath("rule/.other.bin.tmp.%d.Ab12Cd", (int)dead), &st) == 0,
+          "the next write removes its destination's temporary files whose writer is dead, and no other");
+}
+
+// ----------------------------------------------------------------------------
+// 7. pictures: sizes told alike, transparency, how -p prepared a picture; class names
+
+// a PNG of w x h whose header is all there is (a signature and an IHDR chunk with its CRC-32)
+static void write_png_header(const char *path, uint32_t w, uint32_t h) {
+    uint8_t b[33] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
+    put_be32(b + 16, w);
+    put_be32(b + 20, h);
+    b[24] = 8, b[25] = 0;  // 8 bits, gray
+    put_be32(b + 29, (uint32_t)crc32(0L, b + 12, 17));
+    write_bytes(path, b, sizeof(b));
+}
+
+static void test_picture_messages(void) {
+    section("pictures: size messages alike, transparency, how -p prepared it");
+    char err[1400];
+    float x[3 * 32 * 32];
+    const ImageSpec fashion = {DATA_IDX, 0, 1, 28, 28, 1};
+    const uint32_t sides[] = {10000, 16385, 20000, 100000000};
+    for (int i = 0; i < 4; i++) {
+        const char *p = mkpath("big%d.png", i);
+        write_png_header(p, sides[i], sides[i]);
+        int rc = image_prepare(p, &fashion, x, err, sizeof(err));
+        check(rc != 0 && strstr(err, "larger than the 8192x8192") && !strstr(err, "not a PNG"),
+              "a header of %ux%u -> \"%s\"", sides[i], sides[i], strrchr(err, '/') ? strrchr(err, '/') + 1 : err);
+    }
+    // a white trouser on a transparent background: on black, as Fashion-MNIST's pictures are
+    uint8_t rgba[40 * 40 * 4];
+    memset(rgba, 0, sizeof(rgba));
+    for (int y = 4; y < 36; y++)
+        for (int xx = 14; xx < 26; xx++) memset(rgba + (y * 40 + xx) * 4, 255, 4);  // opaque white
+    write_png(mkpath("trouser.png"), 40, 40, 4, rgba);
+    ImagePrep prep;
+    int rc = image_prepare_how(mkpath("trouser.png"), &fashion, x, &prep, err, sizeof(err));
+    char how[600] = "";
+    if (rc == 0) image_prep_describe(&prep, &fashion, how, sizeof(how));
+    check(rc == 0 && x[0] == 0 && x[14 * 28 + 14] == 1.0f && prep.variance > 0 && prep.alpha_filled && prep.fill == 0,
+          "a white object on transparency is laid over black, not white: the object stays (\"%s\")", how);
+    check(strcmp(how, "40x40 RGBA -> 28x28 gray: transparent pixels filled with black (against its light opaque "
+                      "part), colour turned gray, resized (aspect kept)") == 0,
+          "how it was prepared, in one line");
+    uint8_t flat[8 * 8];
+    memset(flat, 100, sizeof(flat));
+    rc = image_prepare_pixels_how(flat, 8, 8, 1, &(ImageSpec){DATA_IDX, 0, 1, 8, 8, 1}, x, &prep, err, sizeof(err));
+    check(rc == 0 && prep.variance == 0, "a flat picture: variance %g (-p warns on stderr)", prep.variance);
+
+    section("class names with control bytes are refused by every reader");
+    make_dir(mkpath("ctl"));
+    make_dir(mkpath("ctl/train"));
+    make_dir(mkpath("ctl/test"));
+    const char *names[] = {"good", "bad\nname"};
+    uint8_t g[4 * 4];
+    memset(g, 7, sizeof(g));
+    for (int c = 0; c < 2; c++)
+        for (int s = 0; s < 2; s++) {
+            make_dir(mkpath("ctl/%s/%s", s ? "test" : "train", names[c]));
+            write_png(mkpath("ctl/%s/%s/a.png", s ? "test" : "train", names[c]), 4, 4, 1, g);
+        }
+    Dataset tr, te;
+    rc = dataset_load_both(mkpath("ctl"), &tr, &te, err, sizeof(err));
+    check(rc != 0 && strstr(err, "control byte 0x0a") && !strchr(err, '\n'),
+          "an image folder with a class folder named \"bad\\nname\" -> \"%s\"", err);
+    if (rc == 0) {
+        dataset_free(&tr);
+        dataset_free(&te);
+    }
+}
+
 int main(void) {
     double t0 = now_seconds();
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/mlp_test_data_XXXXXX");
@@ -1331,6 +1527,8 @@ int main(void) {
     test_safe_write();
     test_grid();
     test_fashion_folder();
+    test_output_check();
+    test_picture_messages();
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "chmod -R u+w %s; rm -rf %s", tmpdir, tmpdir);
     if (system(cmd) != 0) printf("  (could not remove %s)\n", tmpdir);

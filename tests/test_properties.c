@@ -7,7 +7,8 @@ compares with a number copied from a run. dev/mutate/ names the mutations each o
      the global step, and each logged loss recomputed from the same initial weights and the same
      permutations (rng_seed(seed, 1), one rng_permutation per epoch), with the batches gathered
      here; each evaluation (test set, -H's validation set, the summary) recomputed image by
-     image; -v 3 (the mean over the steps since the last line), -H and -t too;
+     image; -v 3 (the mean over the steps since the last line), -H and -t too; the last row is
+     the stop row, at the run's last step;
   2. evaluate_cpu against a loop of single-image forward passes: a last partial batch, the
      loss weighted by each batch's size, ties of the argmax (the first class wins);
   3. the initial weights: every layer (weights and biases) inside +-1/sqrt(IN), reaching its
@@ -375,6 +376,10 @@ static void check_run(const char *bin, const char *dir, const TinyData *t, const
           "(%d rows, %d differ%s)",
           prog, s->name, ekind, s->holdout > 0 ? "validation" : "test", evals, eval_bad, detail);
     check(summaries == 1, "%s %s: one summary row (%d)", prog, s->name, summaries);
+    const CsvRow *last = &rows[nrows - 1];
+    check(strcmp(last->kind, "stop") == 0 && last->global_step == (long)s->epochs * r.steps,
+          "%s %s: the last row is the stop row, at the run's last step (%s at step %ld)", prog, s->name, last->kind,
+          last->global_step);
 }
 
 static void test_loop(const char *bins[], int nbins) {

@@ -378,7 +378,8 @@ static inline int fuzz_checkpoint(const uint8_t *data, size_t size, char *msg, s
     size_t cap = len;  // the bytes parsed
     uint64_t P = 0;
     int sane = 0;      // fix_size, and the layer sizes are those of a small model
-    if (fix_size && len >= CK_HEADER_BYTES) {
+    uint32_t header_bytes = len >= 12 ? ck_header_bytes(ck_get_u32(in + CK_OFF_VERSION)) : 0;
+    if (fix_size && header_bytes && len >= header_bytes) {
         uint32_t L = ck_get_u32(in + CK_OFF_L);
         int sizes[MAX_LAYERS + 1] = {0};
         sane = L >= 1 && L <= MAX_LAYERS;
@@ -390,7 +391,7 @@ static inline int fuzz_checkpoint(const uint8_t *data, size_t size, char *msg, s
         if (sane) {
             size_t w_off[MAX_LAYERS], b_off[MAX_LAYERS];
             P = param_layout(sizes, (int)L, w_off, b_off);
-            cap = CK_HEADER_BYTES + 8 * P + 4;
+            cap = header_bytes + 8 * P + 4;
         }
     }
     uint8_t *buf = (uint8_t *)calloc(cap ? cap : 1, 1);
@@ -408,7 +409,7 @@ static inline int fuzz_checkpoint(const uint8_t *data, size_t size, char *msg, s
     int rc = checkpoint_parse(buf, len, &meta, &off, msg, msglen);
     fuzz_refused(rc, msg);
     if (rc == 0) {
-        fuzz_require(off == CK_HEADER_BYTES && off + 8 * meta.num_params + 4 == len);
+        fuzz_require(off == ck_header_bytes((uint32_t)meta.version) && off + 8 * meta.num_params + 4 == len);
         fuzz_require(meta.L >= 1 && meta.L <= MAX_LAYERS && meta.num_classes == meta.sizes[meta.L]);
         fuzz_require((int64_t)meta.channels * meta.rows * meta.cols == meta.sizes[0]);
         fuzz_require(meta.train_n >= 1 && meta.batch >= 1 && meta.epochs_done <= meta.epochs);
