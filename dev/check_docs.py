@@ -38,8 +38,8 @@ COMMAND = re.compile(r"`((?:make|\./|python3 dev/|bash dev/|PYTHONUNBUFFERED=1 p
 
 def sources():
     text = []
-    for pattern in ("*.c", "*.cu", "common/*.h", "data/*.h", "run/*.h", "kernels/*.cuh", "kernels/fast/*.cuh", "kernels/fast/*.cu",
-                    "kernels/fast/*.h", "tests/*.c", "tests/*.h", "dev/cuda/*.cu", "dev/cuda/*.h", "dev/cuda/*.cuh",
+    for pattern in ("*.c", "*.cu", "common/*.h", "data/*.h", "run/*.h", "kernels/*.cuh", "kernels/fast/*/*.cuh", "kernels/fast/*/*.cu",
+                    "kernels/fast/*/*.h", "tests/*.c", "tests/*.h", "dev/cuda/*.cu", "dev/cuda/*.h", "dev/cuda/*.cuh",
                     "dev/persistent/*.cu", "dev/persistent/*.cuh"):
         for path in glob.glob(os.path.join(ROOT, pattern)):
             with open(path, encoding="utf-8", errors="replace") as f:
