@@ -148,10 +148,10 @@ endif
 
 COMMON_H := $(wildcard common/*.h) $(wildcard data/*.h) $(wildcard run/*.h)
 KERNELS_H := $(wildcard kernels/*.cuh)
-FAST_H := $(wildcard kernels/fast/*.cuh) $(wildcard kernels/fast/*.h)
+FAST_H := $(wildcard kernels/fast/*/*.cuh) $(wildcard kernels/fast/*/*.h)
 TEST_H := $(wildcard tests/*.h) $(wildcard tests/fuzz/*.h)
-# the fast kernels are compiled once, into objects that train_mlp_fast and test_mlp both link
-FAST_OBJS := $(patsubst kernels/fast/%.cu,build/fast/%.o,$(wildcard kernels/fast/*.cu))
+# the fast matmul library (kernels/fast/matmul/*.cu) is compiled once, into objects that train_mlp_fast and test_mlp both link
+FAST_OBJS := $(patsubst kernels/fast/matmul/%.cu,build/fast/%.o,$(wildcard kernels/fast/matmul/*.cu))
 
 .PHONY: all train train_cpu train_fast test data run bench sanitize clean mutate
 all: train_mlp_cpu $(CUDA_TARGETS)
@@ -170,7 +170,7 @@ else
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_SIMPLE) $(NVCC_HOSTFLAGS) $< $(CUDA_LDLIBS) -o $@
 endif
 
-build/fast/%.o: kernels/fast/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
+build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
 	@mkdir -p build/fast
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -c $< -o $@
 

@@ -102,7 +102,7 @@ static const char *const PREC_SHORT[] = {"", " TF32", " BF16"};
 // TF32 and BF16: each product against its emulation
 //
 // What the fast trainer's TF32 path (-x 1) is meant to compute, product by product: the tensor cores
-// multiply operands rounded to the nearest TF32 value (cvt.rna; kernels/fast/tf32.cuh's round_tf32 is
+// multiply operands rounded to the nearest TF32 value (cvt.rna; kernels/fast/ops/round.cuh's round_tf32 is
 // its CPU twin, bit for bit), exactly, and add the products in FP32. So every product of a step is
 // emulated here from the GPU's own inputs of that step (its batch and stored activations, its dlogits
 // and hidden gradients, its weights before the update): the operands rounded with round_tf32, then the
@@ -119,9 +119,9 @@ static const char *const PREC_SHORT[] = {"", " TF32", " BF16"};
 // correct product: FP32 order differences ~1e-6 over a TF32 step of 5e-4 to 1e-3, well under 1%;
 // the big model's 4096-long sums on the K-major wgmma kernel, which adds all of K in the tensor
 // cores' accumulator (~1e-5: test_matmul_tf32k), 3.1% with tanh; truncated weights: ~30%).
-// The fused head (C <= 32, kernels/fast/head.cuh) computes the logits and the last hidden layer's
+// The fused head (C <= 32, kernels/fast/ops/head.cuh) computes the logits and the last hidden layer's
 // gradient in FP32 on those inputs: those two are held to the FP32 floor against the FP32 product.
-// BF16 (-x 2) is emulated the same way with round_bf16 (kernels/fast/tf32.cuh: the kernels' rounding), with
+// BF16 (-x 2) is emulated the same way with round_bf16 (kernels/fast/ops/round.cuh: the kernels' rounding), with
 // one difference: every operand is FP32 in memory (the batch, the stored activations, the weights)
 // and rounded inside the kernels, so the emulation rounds them all, and the hidden outputs are
 // stored as FP32 values: they are compared as products (the same share bound), not value by value.
@@ -289,7 +289,7 @@ static void emu_report_print(const EmuReport *r) {
 // ----------------------------------------------------------------------------
 // one GPU model of either trainer, behind one small interface
 
-// FUSED: the fast trainer's -f 3, its fused steps (kernels/fast/fused_step.cuh, or fused_deep.cuh for
+// FUSED: the fast trainer's -f 3, its fused steps (kernels/fast/fused/fused_step.cuh, or fused_deep.cuh for
 // two or more hidden layers) for every model they can run (-f 2 takes them where they are faster)
 enum { READABLE = 0, FAST = 1, FUSED = 2, ALL_TRAINERS = -1 };
 static const char *const TRAINER_NAMES[] = {"train_mlp.cu (readable)", "train_mlp_fast.cu",
@@ -524,7 +524,7 @@ static int gpu_vs_cpu_on(int trainer, int prec, const int *sizes, int L, int act
         if (lowp) emu_check_step(&trep, t, &got, w_before, sizes, L, act, bs, fast::model_head_fused(&g.f));
         gather_batch_cpu(c.acts[0], c.labels, h->images, h->labels, perm, t * B, bs, D);
         if (t == 0) {  // the batch itself: the same floats (pixel / 255, a division on both sides; TF32:
-                       // rounded by cvt.rna on the GPU, by kernels/fast/tf32.cuh's integer twin here;
+                       // rounded by cvt.rna on the GPU, by kernels/fast/ops/round.cuh's integer twin here;
                        // the fast trainer's pixel bytes (FP32 on pixels): divided here)
             const int pixels = g.trainer != READABLE && g.f.x_pixels;
             size_t differ = 0;
@@ -597,29 +597,26 @@ static void gpu_vs_cpu(int trainer, int prec, const int *sizes, int L, int act, 
     free(h.labels);
 }
 
-// the deep fused step in TF32 with fewer of its tiles on the TMA, or none split (MLP_FUSED_TMA=level,
-// fused_deep_tma in kernels/fast/fused_deep.cuh: 0 none, the mma.sync tiles; 1 the forward tiles alone; 2
-// the forward and dinp tiles without clusters), against the CPU: on a Hopper build the default splits
-// the forward and dinp tiles in K between the blocks of clusters, so this keeps the others checked too
-// blocks > 0: on that many blocks (MLP_FUSED_BLOCKS), where each takes several jobs of a phase
+// the deep fused step in TF32 with fewer of its tiles on the TMA, or none split (fused_deep_test_tiles,
+// fused_deep_tma in kernels/fast/fused/fused_deep.cuh: 0 none, the mma.sync tiles; 1 the forward tiles
+// alone; 2 the forward and dinp tiles without clusters), against the CPU: on a Hopper build the default
+// splits the forward and dinp tiles in K between the blocks of clusters, so this keeps the others
+// checked too. blocks > 0: on that many blocks, where each takes several jobs of a phase
 static void gpu_vs_cpu_fused_tma(int level, int blocks, const int *sizes, int L, int act, int B, int last_bs) {
     static const char *what[] = {"the mma.sync tiles", "the TMA forward tiles alone", "the TMA tiles, no clusters",
                                  "the TMA tiles split in K, in clusters"};
     const int full = fused_deep_tma(PREC_TF32);   // asked for by default: 3 on a Hopper build whose driver makes tensor maps, else 0
-    const char env[2] = {(char)('0' + level), 0};
-    char nb[16];
-    snprintf(nb, sizeof(nb), "%d", blocks);
-    setenv("MLP_FUSED_TMA", env, 1);
-    if (blocks) setenv("MLP_FUSED_BLOCKS", nb, 1);
-    printf("\n(MLP_FUSED_TMA=%d: %s%s%s)", level, what[level], blocks ? ", blocks " : "", blocks ? nb : "");
+    fused_deep_test_tiles(level < 3 ? level : -1, blocks);
+    printf("\n(the deep fused step's TMA level %d: %s", level, what[level]);
+    if (blocks) printf(", blocks %d", blocks);
+    printf(")");
     const FusedPlan f = fast::fused_plan(sizes, L, B, PREC_TF32, 1);
     // (level 3 falls back to 2 where the GPU cannot hold the clusters)
     const bool lv = full ? f.tma == level || (level == 3 && f.tma == 2) : f.tma == 0;
-    if (check(f.ok && lv && (!blocks || f.blocks == blocks), "MLP_FUSED_TMA=%d: the deep fused step's plan takes "
+    if (check(f.ok && lv && (!blocks || f.blocks == blocks), "TMA level %d: the deep fused step's plan takes "
               "level %d (the default here: %d) on %d blocks", level, f.tma, full, f.blocks))
         gpu_vs_cpu(FUSED, PREC_TF32, sizes, L, act, B, last_bs);
-    unsetenv("MLP_FUSED_TMA");
-    unsetenv("MLP_FUSED_BLOCKS");
+    fused_deep_test_tiles(-1, 0);
 }
 
 // -x 1 with the hidden layers' products on the K-major TF32 kernel and its copies (model_tf32k), which
@@ -867,7 +864,7 @@ static void test_softmax_extremes(void) {
 // for 3xTF32 also the split, at most 2^-21 of each product), under MM_CFG_BOUND, where a wrong
 // element, a missed K step or truncated operands (TF32's own error is ~3e-4) are far above it; so is
 // a 3xTF32 product that drops a cross term (~1e-4) or sums K in one tensor-core accumulator (2e-6
-// here, 1e-5 at K = 4096: kernels/fast/mma_tf32.cuh).
+// here, 1e-5 at K = 4096: kernels/fast/matmul/mma_tf32.cuh).
 #define MM_CFG_BOUND 2e-6
 
 static float mm_operand(const float *x, int prec) {
@@ -989,7 +986,7 @@ static void test_matmul_configs(void) {
     cudaCheck(cudaFree(scratch));
 }
 
-// The planner's large products (kernels/fast/planner.cuh mf_large): products larger than its tuned
+// The planner's large products (kernels/fast/matmul/planner.cuh mf_large): products larger than its tuned
 // table's take the big model's large tiles, which the configurations above run on small shapes only.
 // For each product and precision with such a tile in this build: on a shape past the table, with
 // tiles of up to 128 x 256 enough for half a wave (1024 x N x 512, N = 256 per 16 SMs: 2304 on 132
@@ -1058,8 +1055,8 @@ static void test_matmul_large(void) {
     cudaCheck(cudaFree(dC));
 }
 
-// -x 1's K-major TF32 kernel (kernels/fast/wgmma_bf16.cuh with T = float: matmul_fast_tf32k_run) and the
-// copies it reads (kernels/fast/transpose_fast.cuh). C = epi(A . B^T) on random TF32 values, against
+// -x 1's K-major TF32 kernel (kernels/fast/matmul/wgmma_kmajor.cuh with T = float: matmul_fast_tf32k_run) and the
+// copies it reads (kernels/fast/ops/transpose.cuh). C = epi(A . B^T) on random TF32 values, against
 // their product in double, so the kernel's error is summation alone, in every configuration; on
 // shapes whose M, N and K are no multiple of the tiles' 64 or 128, 128 or 256, and 32 (edge tiles in
 // every direction), and on whole tiles with a longer K. The bound grows with K: the kernel adds all
@@ -1232,7 +1229,7 @@ static void test_matmul_tf32k(void) {
     for (float *p : sgd_dev) cudaCheck(cudaFree(p));
 }
 
-// The BF16-operand kernels (kernels/fast/wgmma_bf16.cuh and mma_bf16.cuh, -x 2's large products), each configuration and
+// The BF16-operand kernels (kernels/fast/matmul/wgmma_kmajor.cuh and mma_bf16.cuh, -x 2's large products), each configuration and
 // product on two shapes: all widths multiples of 8, and the batch dimension odd (M for forward and
 // dinp, K for dweight: the tiles' edges). Operands are random BF16 values, and the reference their
 // product in double, so the kernel's error is FP32 summation alone (MM_CFG_BOUND, as above). Each runs
@@ -1373,7 +1370,7 @@ static void test_fused_plan(void) {
         f = fused_step_plan(no[i].sizes, no[i].L, no[i].B, no[i].prec);
         check(!f.ok && f.why[0], "fused step: not taken with %s (%s)", no[i].what, f.why);
     }
-    // the deep fused step (kernels/fast/fused_deep.cuh), where it can run (-f 3): the wide model in every
+    // the deep fused step (kernels/fast/fused/fused_deep.cuh), where it can run (-f 3): the wide model in every
     // precision, a block per SM; four layers
     const int wide[] = {784, 1024, 1024, 10}, four[] = {64, 96, 48, 52, 17}, odd[] = {784, 100, 37, 10},
               big[] = {784, 4096, 4096, 10}, deep40[] = {784, 128, 64, 40}, narrow[] = {784, 256, 256, 10};
@@ -1540,7 +1537,7 @@ static void test_determinism(void) {
                     train_weights(FUSED, 0, 1, two, 2, ACT_TANH, 33, 10, 17, 10), n2,
                     "train_mlp_fast.cu -f 2: two runs of 10 steps in one launch from the same seed give identical "
                     "weights");
-    // the deep fused step (kernels/fast/fused_deep.cuh): the batches alternate between two buffers, the
+    // the deep fused step (kernels/fast/fused/fused_deep.cuh): the batches alternate between two buffers, the
     // next one gathered during the head's phase; runs of several steps in one launch give the same bits
     // as one step a launch, in each precision
     const int deep[] = {784, 100, 36, 10};
@@ -1746,10 +1743,10 @@ int main(int argc, char **argv) {
     const int odd[] = {784, 100, 37, 10};     // widths that are no multiple of any tile
     const int wide[] = {784, 1024, 1024, 10};
     const int head32[] = {784, 64, 27};       // the fused head's larger variant (17-32 classes)
-    const int many[] = {784, 64, 40};         // more classes than the fused head takes (kernels/fast/head.cuh)
+    const int many[] = {784, 64, 40};         // more classes than the fused head takes (kernels/fast/ops/head.cuh)
     const int linear[] = {784, 10};           // one layer: softmax regression, no hidden layer
     const int tail[] = {23, 5, 7};            // W1: 35 weights at a 16-byte aligned offset: sgd_update_fast's
-                                              // float4 kernel and its one-at-a-time tail (kernels/fast/sgd_fast.cuh)
+                                              // float4 kernel and its one-at-a-time tail (kernels/fast/ops/sgd.cuh)
     // the fused step (-f 2) split otherwise than the small model (128 blocks of 1 unit, a block per row
     // of the batch in its head): 3 units a block on a GPU of 101 to 150 SMs, the last block with 1,
     // 17 classes (B 100); and 8 blocks, 32 rows each in the head, 3 classes (B 256)
@@ -1798,7 +1795,7 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FUSED, 0, small, 2, ACT_SIGMOID, 1, 1));
     CASE(gpu_vs_cpu(FUSED, 0, fused3, 2, ACT_TANH, 100, 37));
     CASE(gpu_vs_cpu(FUSED, 0, fused_tiny, 2, ACT_RELU, 256, 255));
-    // the deep fused step (-f 2 with two or more hidden layers, kernels/fast/fused_deep.cuh), in each
+    // the deep fused step (-f 2 with two or more hidden layers, kernels/fast/fused/fused_deep.cuh), in each
     // precision: a small deep model with each activation and a batch of one, the wide model, four
     // layers with 17 classes (the head's larger variant) at a batch that is no multiple of any tile
     for (int act = 0; act < 3; act++) CASE(gpu_vs_cpu(FUSED, 0, deep_small, 3, act, 33, 17));

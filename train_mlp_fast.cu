@@ -4,25 +4,25 @@ train_mlp.cu (read that first: it is the same training, one simple kernel per op
 fast kernels of kernels/fast/ and three ways to cut the time between them:
 
     fused kernels       the matmuls carry their epilogues: bias and activation in the forward
-                        product, the activation's gradient in dinp (kernels/fast/epilogue.cuh); the
+                        product, the activation's gradient in dinp (kernels/fast/matmul/epilogue.cuh); the
                         last layer, the loss and the last hidden layer's gradient are one kernel
-                        (kernels/fast/head.cuh); the SGD step rides on the gradient kernels
+                        (kernels/fast/ops/head.cuh); the SGD step rides on the gradient kernels
     tiled matmuls       register tiles fed by cp.async, tile and K split planned per shape, TF32
-                        tensor cores with -x 1, BF16 with -x 2 (kernels/fast/matmul_fast.h)
+                        tensor cores with -x 1, BF16 with -x 2 (kernels/fast/matmul/matmul_fast.h)
     streams and graphs  the backward pass runs on three streams (model_backward_update), the next
                         batch is gathered while a step runs, and each run of steps between two log
                         lines is captured once into a CUDA graph and replayed (-f 1): a step costs
                         one graph launch, not a dozen host launches
     one kernel          each run of steps as one kernel: a model with one hidden layer in FP32
-                        (kernels/fast/fused_step.cuh, two grid-wide barriers a step), or with two or
-                        more hidden layers (kernels/fast/fused_deep.cuh, a barrier between a step's
+                        (kernels/fast/fused/fused_step.cuh, two grid-wide barriers a step), or with two or
+                        more hidden layers (kernels/fast/fused/fused_deep.cuh, a barrier between a step's
                         products): no gaps between kernels
 
 Paths (-f): 2 (the default) the fused step where it is faster (fused_plan says which models and why
 not), the graphs for the others; 3 the fused step wherever it can run, to compare it with 1; 1 replays CUDA graphs; 0 launches the same kernels on the same
 streams from the host, step by step: what the graphs save, measured by running both.
 Precision (-x): 0 FP32 (on the CUDA cores, or, for the large products the planner's tuned table
-names, as 3xTF32 on the tensor cores, within the same tolerances: kernels/fast/matmul_fast.h);
+names, as 3xTF32 on the tensor cores, within the same tolerances: kernels/fast/matmul/matmul_fast.h);
 1 TF32 tensor cores in the matmuls (the forward products' operands are
 kept as TF32 values: model_forward says how); 2 BF16 tensor cores in the matmuls: mixed precision,
 where only the matmuls' operands are rounded to BF16 (inside the kernels, as they are loaded) and
@@ -45,27 +45,27 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/args.h"                 // Config, the flag table shared by the trainers
-#include "run/log.h"                  // settings box, step log, CSV log
-#include "common/mlp.h"                  // ACT_*, MAX_LAYERS, param_layout
-#include "common/rng.h"                  // the epoch shuffle: the same one the CPU trainer draws
-#include "run/run.h"                  // -r and -c: resuming and checkpoints; Ctrl-C
-#include "run/train.h"                // loading the data, the epoch's steps, the settings box
-#include "run/use.h"                  // -e, -p, -i: using a trained model
-#include "common/utils.h"                // checked host allocation and I/O
-#include "data/dataset.h"                // the datasets: IDX, CIFAR-10, image folders
-#include "kernels/common.cuh"            // cudaCheck, cudaMallocCheck, require_gpu
-#include "kernels/data.cuh"              // DeviceData, init_uniform_kernel
-#include "kernels/softmax_xent.cuh"      // softmax_xent_eval_kernel, sum_two_kernel (evaluation)
-#include "kernels/fast/dbias.cuh"        // matmul_backward_dbias_fast: bias gradient + SGD step
-#include "kernels/fast/fused_deep.cuh"   // fused_deep_plan, fused_deep_steps: the same for deeper models
-#include "kernels/fast/fused_step.cuh"   // fused_step_plan, fused_steps: a run of steps in one kernel (-f 2)
-#include "kernels/fast/gather_fast.cuh"  // gather_batch_step, gather_rows_fast
-#include "kernels/fast/head.cuh"         // head_forward_backward, head_batch_sums
-#include "kernels/fast/matmul_fast.h"    // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
-#include "kernels/fast/sgd_fast.cuh"     // sgd_update_fast, round_tf32_copy
-#include "kernels/fast/softmax_fast.cuh" // softmax_xent_forward_backward_fast: the device step counter
-#include "kernels/fast/transpose_fast.cuh" // tf32_transpose: -x 1's K-major copies (model_tf32k)
+#include "run/args.h"                         // Config, the flag table shared by the trainers
+#include "run/log.h"                          // settings box, step log, CSV log
+#include "common/mlp.h"                       // ACT_*, MAX_LAYERS, param_layout
+#include "common/rng.h"                       // the epoch shuffle: the same one the CPU trainer draws
+#include "run/run.h"                          // -r and -c: resuming and checkpoints; Ctrl-C
+#include "run/train.h"                        // loading the data, the epoch's steps, the settings box
+#include "run/use.h"                          // -e, -p, -i: using a trained model
+#include "common/utils.h"                     // checked host allocation and I/O
+#include "data/dataset.h"                     // the datasets: IDX, CIFAR-10, image folders
+#include "kernels/common.cuh"                 // cudaCheck, cudaMallocCheck, require_gpu
+#include "kernels/data.cuh"                   // DeviceData, init_uniform_kernel
+#include "kernels/softmax_xent.cuh"           // softmax_xent_eval_kernel, sum_two_kernel (evaluation)
+#include "kernels/fast/fused/fused_deep.cuh"  // fused_deep_plan, fused_deep_steps: the same for deeper models
+#include "kernels/fast/fused/fused_step.cuh"  // fused_step_plan, fused_steps: a run of steps in one kernel (-f 2)
+#include "kernels/fast/matmul/matmul_fast.h"  // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
+#include "kernels/fast/ops/dbias.cuh"         // matmul_backward_dbias_fast: bias gradient + SGD step
+#include "kernels/fast/ops/gather.cuh"        // gather_batch_step, gather_rows_fast
+#include "kernels/fast/ops/head.cuh"          // head_forward_backward, head_batch_sums
+#include "kernels/fast/ops/sgd.cuh"           // sgd_update_fast, round_tf32_copy
+#include "kernels/fast/ops/softmax.cuh"       // softmax_xent_forward_backward_fast: the device step counter
+#include "kernels/fast/ops/transpose.cuh"     // tf32_transpose: -x 1's K-major copies (model_tf32k)
 #if defined(MLP_NCCL) && !defined(TESTING)
 #include <dlfcn.h>                       // -g: NCCL is loaded when asked for (nccl_load)
 #include <nccl.h>                        // -g: the all-reduce of the gradients over the GPUs (its types)
@@ -73,11 +73,8 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #endif
 
 #define FAST_EVAL_BATCH 1024       // evaluation runs the test set in batches of this many rows (or B if larger)
-// the first layer's SGD step rides on its dW below this many weights (nvcc -DFUSED_SGD_MAX_WEIGHTS=N
-// sets another, for A/B runs: dev/NOTES.md)
-#ifndef FUSED_SGD_MAX_WEIGHTS
+// the first layer's SGD step rides on its dW below this many weights (model_backward_update says why)
 #define FUSED_SGD_MAX_WEIGHTS (1 << 18)
-#endif
 #define FAST_MAX_GRAPHS 8          // kinds of run of steps an epoch captures (two, each at two parities of
                                    // params_tf32t: see run_steps)
 
@@ -128,7 +125,7 @@ typedef struct {
     int *labels;                          // (max_batch) the current batch's labels: one of batch_labels
     float *scratch;                       // split-K partial sums of the weight gradients (or NULL)
     int *perm;                            // (N train) this epoch's permutation
-    int *step;                            // the device step counter (kernels/fast/softmax_fast.cuh)
+    int *step;                            // the device step counter (kernels/fast/ops/softmax.cuh)
     float *step_losses;                   // (steps per epoch) each step's mean loss
     // the two streams beside the caller's, one for the weight gradients (and the next step's batch:
     // train_steps) and one for the bias gradients (model_backward_update), and the events that order them
@@ -147,7 +144,7 @@ typedef struct {
 } Model;
 
 // whether -x 2 keeps BF16 copies for this model: a hidden layer, and every width but the classes a
-// multiple of 8 (the BF16-operand kernel copies 16 bytes, 8 values, at a time: kernels/fast/mma_bf16.cuh;
+// multiple of 8 (the BF16-operand kernel copies 16 bytes, 8 values, at a time: kernels/fast/matmul/mma_bf16.cuh;
 // the weights' slices of the flat buffer then start 16-byte aligned too)
 static int model_bf16_fits(const int *sizes, int L) {
     if (L < 2) return 0;
@@ -179,7 +176,7 @@ static void model_free_tf32k(Model *m) {
     }
 }
 
-// -x 1's products on the K-major TF32 kernel (kernels/fast/matmul_fast.h, matmul_fast_tf32k_run; sm_90a),
+// -x 1's products on the K-major TF32 kernel (kernels/fast/matmul/matmul_fast.h, matmul_fast_tf32k_run; sm_90a),
 // where their tiles fill the GPU (the big model's 4096-wide layers). Its operands must be K-major TF32
 // values. The forward product's are (the batch, the hidden outputs and params_tf32 are stored rounded:
 // model_forward_layers), so any layer but the head may take it as it is: model_tf32k_fwd. dinp's weight
@@ -278,8 +275,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     m->step = (int *)cudaMallocCheck(sizeof(int), "the step counter");
     m->step_losses = (float *)cudaMallocCheck((size_t)steps_per_epoch * sizeof(float), "the step losses");
     cudaCheck(cudaMemset(m->step, 0, sizeof(int)));
-    // (Giving the main stream, which carries the critical path, a higher priority than these two
-    // measured no difference: dev/NOTES.md.)
+    // (The main stream carries the critical path; a higher priority for it than these two gains nothing.)
     cudaCheck(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
     cudaCheck(cudaStreamCreateWithFlags(&m->bias_stream, cudaStreamNonBlocking));
     for (int l = 0; l < L; l++) {
@@ -379,15 +375,15 @@ static const MatmulFastBf16 *model_bf16(const Model *m, MfProduct prod, int l, M
     return bf;
 }
 
-// the precision argument of the backward products' launchers (kernels/fast/matmul_fast.h): TF32 rounds
+// the precision argument of the backward products' launchers (kernels/fast/matmul/matmul_fast.h): TF32 rounds
 // their operands (the gradients are not TF32 values), BF16 rounds every product's
 static int model_mm_prec(const Model *m) {
     return m->prec == PREC_TF32 ? MF_TF32_ROUND : m->prec == PREC_BF16 ? MF_BF16 : 0;
 }
 
-// How a batch of bs rows is gathered into acts[0] (kernels/fast/gather_fast.cuh): -x 1 rounds it to
+// How a batch of bs rows is gathered into acts[0] (kernels/fast/ops/gather.cuh): -x 1 rounds it to
 // TF32. In FP32 it is the pixel bytes themselves where both of the first layer's products plan a
-// 3xTF32 kernel (MF_FP32_PIXELS, kernels/fast/matmul_fast.h): a byte is exact in TF32, so each takes
+// 3xTF32 kernel (MF_FP32_PIXELS, kernels/fast/matmul/matmul_fast.h): a byte is exact in TF32, so each takes
 // two TF32 products instead of three, with the same results within FP32's rounding (the kernels
 // apply the / 255). Whoever gathers a batch sets m->x_pixels to say which it holds.
 static int model_gather_mode(const Model *m, int bs) {
@@ -406,11 +402,11 @@ static int model_x_prec(const Model *m, int prec) { return m->x_pixels ? MF_FP32
 // rounded, each hidden layer's output is stored rounded (the logits are not), and the weights come
 // from params_tf32, which the optimizer steps keep equal to round_tf32(params). The tensor cores
 // would round them anyway; stored so, the kernels can skip their rounding (MF_TF32_EXACT,
-// kernels/fast/matmul_fast.h). The backward products read the same activations (relu' sees the
+// kernels/fast/matmul/matmul_fast.h). The backward products read the same activations (relu' sees the
 // same sign; sigmoid' and tanh' see the value the tensor cores saw), and the FP32 weights.
 // With BF16 (-x 2) the products' operands are rounded to BF16. Where the model has BF16 copies
 // (params_bf16: model_bf16_fits), the hidden layers' products read those instead of the FP32 tensors,
-// the same values, at half the bytes, on the BF16-operand kernels (kernels/fast/wgmma_bf16.cuh): the
+// the same values, at half the bytes, on the BF16-operand kernels (kernels/fast/matmul/wgmma_kmajor.cuh): the
 // batch is copied rounded before the first layer, each hidden output and each hidden gradient is
 // stored a second time, rounded, by the kernel that stores it (the BF16-operand kernel's epilogue, the
 // head; after an FP32-operand product, a copy kernel), and the weights by the optimizer (model_bf16).
@@ -460,12 +456,12 @@ static void model_forward_layers(Model *m, int bs, int layers, int train, cudaSt
 static void model_forward(Model *m, int bs, cudaStream_t stream) { model_forward_layers(m, bs, m->L, 0, stream); }
 
 // With at most HEAD_MAX_C classes the last layer, the loss and the gradients down to the last
-// hidden layer's output are one kernel (kernels/fast/head.cuh)
+// hidden layer's output are one kernel (kernels/fast/ops/head.cuh)
 static int model_head_fused(const Model *m) { return head_fits(m->sizes[m->L]); }
 
 // model_forward and train_mlp.cu's model_loss, fused: the logits, each row's loss, dlogits
 // (dacts[L]), and the step's mean loss into step_losses[*step] with the device step counter moved
-// on (kernels/fast/softmax_fast.cuh). With the fused head also dacts[L-1], the last hidden layer's
+// on (kernels/fast/ops/softmax.cuh). With the fused head also dacts[L-1], the last hidden layer's
 // gradient, ahead of model_backward_update; the head leaves the mean loss and the step counter to
 // model_backward_update (head_batch_sums, on the bias stream). norm: the batch the loss is the mean
 // over, bs on one GPU; under -g the global batch, of which these bs rows are one GPU's share.
@@ -492,13 +488,13 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
 //   side stream:  dW = doutᵀ · acts[l], beside dinp; then, once dinp has read W, W's SGD step;
 //   bias stream:  db = Σ dout with b's SGD step fused in (only the next forward pass reads b);
 //                 for the last layer after the fused head, with the step's mean loss and the step
-//                 counter in the same kernel (head_batch_sums, kernels/fast/head.cuh).
+//                 counter in the same kernel (head_batch_sums, kernels/fast/ops/head.cuh).
 // The last layer's dinp is the fused head's (model_forward_loss) when it is used.
 // The first layer has no dinp: its dW runs on main, after the last dinp, beside the side stream's
 // last update. If the layer has fewer than FUSED_SGD_MAX_WEIGHTS weights its SGD step is fused into
 // dW's epilogue (MatmulFastSgd), which saves a small model a kernel per step; above that the step is
 // the SGD kernel after dW: the fused step is bound by memory latency (the matmul's few blocks per
-// SM, one weight in flight per thread), the kernel is not (dev/NOTES.md has the measurements).
+// SM, one weight in flight per thread), the kernel is not (doc/fast.md has the measurements).
 // (Fusing the step into every dW was slower for the wide model: dW would have to wait for dinp
 // instead of running beside it.) With -x 1, a layer on the K-major kernel (model_tf32k) needs dout
 // rounded (dinp's operand) and rounded and transposed (dW's): below the fused head, which stores the
@@ -624,7 +620,7 @@ static void train_step(Model *m, const DeviceData *train, int bs, const Config *
 // path after the fused head. The first step of a run gathers its own batch: a run (one graph)
 // depends on no other. (The event ev_step sits before the first forward kernel, which is launched
 // with PDL: in the captured graph the gather's edge comes from the nodes before the event, and
-// nothing orders the gather against that kernel: kernels/fast/pdl.cuh.)
+// nothing orders the gather against that kernel: kernels/fast/ops/pdl.cuh.)
 static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, const Config *c,
                         cudaStream_t stream) {
     for (int i = 0; i < n; i++) {
@@ -676,8 +672,8 @@ static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, con
     if (m->params_tf32t[0]) m->tf32t_parity = (parity + n) % 2;
 }
 
-// -f 2: whether the model takes a fused step: one hidden layer in FP32, kernels/fast/fused_step.cuh;
-// two or more hidden layers, kernels/fast/fused_deep.cuh. m->fused.why says why not (the plan of
+// -f 2: whether the model takes a fused step: one hidden layer in FP32, kernels/fast/fused/fused_step.cuh;
+// two or more hidden layers, kernels/fast/fused/fused_deep.cuh. m->fused.why says why not (the plan of
 // the kernel for the model's depth). Returns m->fused.ok.
 // any (-f 3): wherever it can run; else (-f 2) only where it is faster than the graphs (fused_deep_faster)
 static FusedPlan fused_plan(const int *sizes, int L, int B, int prec, int any) {
@@ -751,7 +747,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     fused_deep_steps(&m->fused, m->prec, &a, stream);
     m->acts[0] = m->batches[(n - 1) % 2];
     m->labels = m->batch_labels[(n - 1) % 2];
-    m->x_pixels = m->prec == PREC_FP32;   // (its FP32 kernel gathers pixel bytes: kernels/fast/fused_deep.cuh)
+    m->x_pixels = m->prec == PREC_FP32;   // (its FP32 kernel gathers pixel bytes: kernels/fast/fused/fused_deep.cuh)
 }
 
 // Runs n steps, the last of them with last_bs rows, as one kernel (-f 2, after model_use_fused): the

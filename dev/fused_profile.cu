@@ -1,6 +1,6 @@
 /*
 dev/fused_profile.cu: where the time of the fused step goes (train_mlp_fast -f 2,
-kernels/fast/fused_step.cuh, and kernels/fast/fused_deep.cuh for two or more hidden layers), phase
+kernels/fast/fused/fused_step.cuh, and kernels/fast/fused/fused_deep.cuh for two or more hidden layers), phase
 by phase.
 
 Runs STEPS steps of a model on random bytes (or a dataset's rows: DATA below) in one launch of the
@@ -26,7 +26,7 @@ activation (default sigmoid). DATA: a dataset's directory (as the trainers' -d):
 training set instead of random bytes, e.g. data/fashion-mnist (the trainer's wide TF32 epoch depends on
 the pixels' values).
 For a deep model the table has a row per phase (F_l the forward products, H the head, D_l the
-backward ones; kernels/fast/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
+backward ones; kernels/fast/fused/fused_deep.cuh): the median time of block 0's jobs, the slowest block's
 and the mean over the blocks, how long block 0 then waits at the barrier, and which block was the
 slowest (its jobs: the phase's order in fused_deep_kernel).
 Built with -DMF_PROF_LOOP (rm -f dev/bin/fused_profile, since make does not see a change of flags, then
@@ -34,8 +34,6 @@ make dev/bin/fused_profile NVCCFLAGS="-O3 -lineinfo -DMF_PROF_LOOP"), it also pr
 gradient apart, as means over every tile of every launch: a tile's time, its mainloop's, how much of
 the mainloop went on waiting for operand tiles (cp.async's wait and the barrier after it) and on the
 first of them, and the time after the mainloop (the epilogue). Those stamps cost time of their own.
-With -DMF_SKIP_MMA=1 as well the mainloops only copy the operands, with -DMF_SKIP_LOAD=1 they only
-compute (kernels/fast/pipeline.cuh): what each alone takes, for timing only (the results are wrong).
 */
 #define TESTING
 #include "train_mlp_fast.cu"
@@ -131,7 +129,7 @@ int main(int argc, char **argv) {
     }
     printf("%s, model %s (%s, B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block, TMA level %d\n", prop.name,
            argc > 1 ? argv[1] : "784,128,10", ACT_NAMES[act], B, prec, m.fused.blocks,
-           m.fused.deep ? " (kernels/fast/fused_deep.cuh)" : m.fused.U > 1 ? " of several units" : " of one unit",
+           m.fused.deep ? " (kernels/fast/fused/fused_deep.cuh)" : m.fused.U > 1 ? " of several units" : " of one unit",
            m.fused.smem, m.fused.tma);
     printf("a step: %.2f us (median of 5 launches of %d steps; %d rows of data, %s); the host enqueues a launch "
            "in %.1f us\n", median(per_step), steps, n, rows ? "a random permutation" : "in order",
@@ -153,7 +151,7 @@ int main(int argc, char **argv) {
                "ns at it)\n", 1e3 * ms / steps, khz / 1e3);
         return h;
     };
-    if (m.fused.deep) {   // kernels/fast/fused_deep.cuh: a start and an end stamp per phase
+    if (m.fused.deep) {   // kernels/fast/fused/fused_deep.cuh: a start and an end stamp per phase
         const int PP = fd_prof_points(L), G = m.fused.blocks, phases = PP / 2;
         const std::vector<long long> h = stamped_run(PP);
         printf("%-8s %12s %12s %12s %14s %8s\n", "phase", "block 0 ns", "slowest ns", "mean ns", "block 0 waits",

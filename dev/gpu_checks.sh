@@ -91,7 +91,7 @@ if has bugs; then
   }
   plant no_inv_B kernels/softmax_xent.cuh 's|(p - (c == label ? 1.0f : 0.0f)) / B;|(p - (c == label ? 1.0f : 0.0f));|'
   plant dbias_row kernels/matmul.cuh 's|for (int b = 0; b < B; b++) sum += dout\[(size_t)b \* OUT + o\];|for (int b = 0; b < B; b++) sum += dout[(size_t)(b + 1 < B ? b + 1 : b) * OUT + o];|'
-  plant fast_dbias_row kernels/fast/dbias.cuh 's|for (int b = y; b < B; b += DBIAS_TILE) sum += dout\[(size_t)b \* OUT + o\];|for (int b = y; b < B; b += DBIAS_TILE) sum += dout[(size_t)(b + 1 < B ? b + 1 : b) * OUT + o];|'
+  plant fast_dbias_row kernels/fast/ops/dbias.cuh 's|for (int b = y; b < B; b += DBIAS_TILE) sum += dout\[(size_t)b \* OUT + o\];|for (int b = y; b < B; b += DBIAS_TILE) sum += dout[(size_t)(b + 1 < B ? b + 1 : b) * OUT + o];|'
 fi
 
 echo

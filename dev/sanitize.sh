@@ -5,7 +5,7 @@
 # short run of each GPU trainer (the readable one; the fast one on its three paths, FP32, TF32 and BF16,
 # and the big model, whose FP32 products are the tuned table's 3xTF32 kernels, in TF32, whose products
 # run on the K-major TF32 copies, and in BF16, whose products run on the operands' BF16 copies (both
-# kernels/fast/wgmma_bf16.cuh); the fused steps of -f 2
+# kernels/fast/matmul/wgmma_kmajor.cuh); the fused steps of -f 2
 # in runs of 3, 3 and 1 steps: one hidden layer in FP32, the wide model in TF32, and -f 3 on an odd
 # deep model in FP32).
 # Prints one summary line per tool and program; logs in OUTDIR. Exit 1 if any reported an error.

@@ -34,11 +34,6 @@ __device__ __forceinline__ float activation_grad_from_output(float y, int act) {
     default: return 1.0f;  // ACT_NONE
     }
 }
-// v ⊙ act'(y) on four values (the fast kernels' float4 epilogues: dinp, and the head's dh)
-__device__ __forceinline__ float4 activation_grad_times4(float4 v, float4 y, int act) {
-    return make_float4(v.x * activation_grad_from_output(y.x, act), v.y * activation_grad_from_output(y.y, act),
-                       v.z * activation_grad_from_output(y.z, act), v.w * activation_grad_from_output(y.w, act));
-}
 
 static __global__ void activation_forward_kernel(float *x, size_t n, int act) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

@@ -21,14 +21,6 @@ __device__ __forceinline__ void sgd_one(float &p, float grad, float &buf, float 
     p -= lr * buf;
 }
 
-// four parameters' steps, sgd_one on each float of a float4 (the fast kernels' 16-byte paths)
-__device__ __forceinline__ void sgd_four(float4 &p, float4 grad, float4 &buf, float lr, float mu, float wd) {
-    sgd_one(p.x, grad.x, buf.x, lr, mu, wd);
-    sgd_one(p.y, grad.y, buf.y, lr, mu, wd);
-    sgd_one(p.z, grad.z, buf.z, lr, mu, wd);
-    sgd_one(p.w, grad.w, buf.w, lr, mu, wd);
-}
-
 static __global__ void sgd_update_kernel(float *params, const float *grads, float *mbuf, size_t n, float lr, float mu,
                                   float wd) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

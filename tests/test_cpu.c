@@ -81,7 +81,7 @@ static void test_args(void) {
     // the fast trainer accepts its own flags, the readable GPU trainer does not
     char *argv[] = {"prog", "-x", "1", "-f", "0", NULL};
     config_defaults(&c, PROG_FAST);
-    check(config_parse(&c, 5, argv, PROG_FAST, err, sizeof(err)) == 0 && c.precision == 1 && c.path == PATH_LAUNCH,
+    check(config_parse(&c, 5, argv, PROG_FAST, err, sizeof(err)) == 0 && c.precision == PREC_TF32 && c.path == PATH_LAUNCH,
           "the fast trainer's -x and -f parse");
     config_defaults(&c, PROG_GPU);
     check(config_parse(&c, 5, argv, PROG_GPU, err, sizeof(err)) == 2 && strstr(err, "-x is for train_mlp_fast only"),

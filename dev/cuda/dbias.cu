@@ -11,7 +11,7 @@ versions:
   1: one thread per column: kernels/matmul.cuh matmul_backward_dbias_kernel, as the simple tier
      launches it (blocks of 128). OUT threads in all, each walking B rows one load after another:
      10 threads for the last layer of an MNIST model, so most of the GPU has nothing to do.
-  2: the fast tier's (kernels/fast/dbias.cuh matmul_backward_dbias_tiled_kernel, through its launcher,
+  2: the fast tier's (kernels/fast/ops/dbias.cuh matmul_backward_dbias_tiled_kernel, through its launcher,
      without the fused SGD step): a block of 32 x 32 threads per 32 columns; thread (x, y) sums rows
      y, y + 32, ... of column x (a warp reads 32 neighbouring floats of one row), then the 32 partial
      sums of each column are added by a tree in shared memory. 32x the threads of version 1, but
@@ -36,8 +36,8 @@ Tolerance: 1e-5 relative-norm error (||out - ref|| / ||ref||) against the double
 of up to 8192 values in [-1, 1) land near 1e-7..1e-6.
 */
 #include "common.h"
-#include "../../kernels/matmul.cuh"      // version 1: matmul_backward_dbias_kernel
-#include "../../kernels/fast/dbias.cuh"  // version 2: matmul_backward_dbias_fast
+#include "../../kernels/matmul.cuh"          // version 1: matmul_backward_dbias_kernel
+#include "../../kernels/fast/ops/dbias.cuh"  // version 2: matmul_backward_dbias_fast
 
 // ----------------------------------------------------------------------------
 // CPU reference, in double

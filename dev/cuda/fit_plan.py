@@ -1,6 +1,6 @@
 """
-fit_plan.py: fit the cost model of kernels/fast/planner.cuh (mf_cost: EFF, FILL, OCC per tile
-configuration, the columns of kernels/fast/configs.cuh) to the timings of `matmul_forward sweep`
+fit_plan.py: fit the cost model of kernels/fast/matmul/planner.cuh (mf_cost: EFF, FILL, OCC per tile
+configuration, the columns of kernels/fast/matmul/configs.cuh) to the timings of `matmul_forward sweep`
 (the shipped kernels: its CSV's tf32 column 0 is version 9, FP32; 1 is version 10, TF32), so that the
 planner picks the fastest
 tile x K split on each shape. Random search from a fixed seed; the score weighs the batch-256 wide
@@ -8,7 +8,7 @@ shapes (the ones that dominate the wide model's step) fully and the others by 0.
 
     python3 dev/cuda/fit_plan.py dev/cuda/results/sweep_h200.csv
 
-GEO must list the (bm, bn, bk) of the cost model's candidates (EFF > 0 in kernels/fast/configs.cuh),
+GEO must list the (bm, bn, bk) of the cost model's candidates (EFF > 0 in kernels/fast/matmul/configs.cuh),
 by configuration id, 0, 1, ...: the sweep's CSV names configurations by id.
 """
 import csv, collections, math, random, sys

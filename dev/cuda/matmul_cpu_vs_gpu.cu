@@ -17,8 +17,8 @@ Validation: GPU vs CPU relative-norm error < 1e-5 where the CPU ran, vs cuBLAS a
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "../../common/mlp.h"              // ACT_NONE
-#include "../../kernels/fast/matmul_fast.h"  // matmul_backward_dinp_fast
+#include "../../common/mlp.h"                       // ACT_NONE
+#include "../../kernels/fast/matmul/matmul_fast.h"  // matmul_backward_dinp_fast
 
 #define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { \
     fprintf(stderr, "[cuBLAS ERROR] at %s:%d: status %d\n", __FILE__, __LINE__, (int)s_); exit(EXIT_FAILURE); } } while (0)

@@ -1,6 +1,6 @@
 /*
 matmul_forward: the matmuls of a linear layer, from the naive kernel to the ones the fast trainer ships
-(kernels/fast/, through kernels/fast/matmul_fast.h), with cuBLAS as the yardstick.
+(kernels/fast/, through kernels/fast/matmul/matmul_fast.h), with cuBLAS as the yardstick.
 
 Key: B batch, IN input features, OUT output features; row-major; weight is (OUT, IN) like nn.Linear.
 The three products of a layer, as generic C(M, N) = sum_k A(m, k) B(k, n):
@@ -33,7 +33,7 @@ through strides; 9-11 are the shipped launchers.
   11: the same kernels on inputs that are TF32 values already (MF_TF32_EXACT), as the trainer's -x 1
      stores its forward products' operands: no rounding on the way in (the tensor cores take such
      values exactly); for all three products
-  The kernels of versions 9-11 are dev/cuda's own build of kernels/fast/matmul_fast*.cu: with the
+  The kernels of versions 9-11 are dev/cuda's own build of kernels/fast/matmul/'s .cu files: with the
   configurations only the sweeps run (matmul_sweep_configs.h), every one built for every product
   and precision.
   cuBLAS: cublasSgemm (FP32) and cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32 (TF32), the latter
@@ -81,9 +81,9 @@ Outputs are filled with NaN before every validated run, so an element a kernel n
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#include "../../common/mlp.h"              // ACT_NONE
-#include "../../kernels/fast/matmul_fast.h"  // versions 9-11: plans, and runs of explicit plans
-#include "../../kernels/fast/tf32.cuh"       // round_tf32: the host twin of cvt.rna
+#include "../../common/mlp.h"                       // ACT_NONE
+#include "../../kernels/fast/matmul/matmul_fast.h"  // versions 9-11: plans, and runs of explicit plans
+#include "../../kernels/fast/ops/round.cuh"         // round_tf32: the host twin of cvt.rna
 
 #define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { fflush(stdout); \
     fprintf(stderr, "error: %s:%d: cuBLAS error: status %d ---> try: check the shapes and leading dimensions\n", \
@@ -749,7 +749,7 @@ typedef struct {
 
 static float* round_tf32_array(const float* x, size_t n) {
     float* r = (float*)mallocCheck(n * 4);
-    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);   // kernels/fast/tf32.cuh, the host twin of cvt.rna
+    for (size_t i = 0; i < n; i++) r[i] = round_tf32(x[i]);   // kernels/fast/ops/round.cuh, the host twin of cvt.rna
     return r;
 }
 
@@ -782,7 +782,7 @@ static void bufs_init(Bufs* b, Problem p, int with_ref) {
     if (with_ref && bufs_bf16_ref) {
         b->ref_b = (double*)mallocCheck(nc * sizeof(double));
         float* ab = (float*)mallocCheck(na * 4); float* bb = (float*)mallocCheck(nb * 4);
-        for (size_t i = 0; i < na; i++) ab[i] = round_bf16(b->hA[i]);   // kernels/fast/tf32.cuh
+        for (size_t i = 0; i < na; i++) ab[i] = round_bf16(b->hA[i]);   // kernels/fast/ops/round.cuh
         for (size_t i = 0; i < nb; i++) bb[i] = round_bf16(b->hB[i]);
         matmul_cpu(b->ref_b, ab, bb, &p);
         free(ab); free(bb);
@@ -1058,7 +1058,7 @@ static int sweep(const char* csv_file, int which, const int* precs, int nprec) {
         printf("%sconfigs %s:", tf32 ? "\n" : "", tf32 ? "TF32" : "FP32");
         for (int c = 0; c < ncfg; c++) printf(" c%d %s %dthr;", cfgs[c].id, cfgs[c].name, cfgs[c].threads);
     }
-    printf("\ntuned table from this sweep (kernels/fast/planner.cuh mf_tuned: product, M, N, K, tf32, cfg, splits):\n");
+    printf("\ntuned table from this sweep (kernels/fast/matmul/planner.cuh mf_tuned: product, M, N, K, tf32, cfg, splits):\n");
     for (int pi = nprec - 1; pi >= 0; pi--)
         for (int i = 0; i < NPROB; i++) {
             const int tf32 = precs[pi];

@@ -8,9 +8,9 @@ Key: B batch, IN input features, OUT output features; row-major; weight is (OUT,
     dinp  dinp(B,IN) = dout(B,OUT) . weight(OUT,IN)   "NN"  M = B  N = IN   K = OUT
 (the two products whose A is k-contiguous; the weight gradient splits K through scratch elsewhere).
 
-Where the output is too small to fill the GPU, the planner (kernels/fast/planner.cuh) cuts K into S
+Where the output is too small to fill the GPU, the planner (kernels/fast/matmul/planner.cuh) cuts K into S
 slices, a block per slice and output tile. The trainer adds the slices of a tile up inside a cluster
-of its S blocks, through distributed shared memory (kernels/fast/epilogue.cuh mf_cluster_reduce).
+of its S blocks, through distributed shared memory (kernels/fast/matmul/epilogue.cuh mf_cluster_reduce).
 But a cluster's blocks must be resident together on one GPC, and with clusters of 4 some SMs were
 left without work (ncu: sm__cycles_active.min 0). The fixup instead lets every block run wherever a
 slot is free: each slice writes its partial tile to a workspace in global memory, a counter per tile
@@ -18,7 +18,7 @@ slot is free: each slice writes its partial tile to a workspace in global memory
 order 0 .. S-1, the cluster's order: the same bits, whichever block comes last. The counter says who
 adds up, not in what order, so the result stays reproducible.
 
-The kernel here is the trainer's FP32 kernel (kernels/fast/fp32_tiles.cuh: the same cp.async pipeline,
+The kernel here is the trainer's FP32 kernel (kernels/fast/matmul/ffma.cuh: the same cp.async pipeline,
 pipeline.cuh, and register tiles) with that ending; the epilogue (bias, activation) is epilogue.cuh's.
 The tile configuration and the split are the planner's pick for each shape (matmul_fast_plan).
 
@@ -30,11 +30,11 @@ K <= 1024 products land near 1e-7..1e-6). Outputs are filled with NaN before eve
 #include "common.h"
 #include <cublas_v2.h>
 
-#include "../../common/mlp.h"                 // ACT_*
-#include "../../kernels/fast/configs.cuh"     // MF_FP32_CONFIGS: the trainer's FP32 tiles
-#include "../../kernels/fast/epilogue.cuh"    // mf_epi_load, mf_epi_apply
-#include "../../kernels/fast/matmul_fast.h"   // matmul_fast_plan, matmul_fast_run (the cluster split)
-#include "../../kernels/fast/pipeline.cuh"    // MfTile, mf_mainloop
+#include "../../common/mlp.h"                       // ACT_*
+#include "../../kernels/fast/matmul/configs.cuh"    // MF_FP32_CONFIGS: the trainer's FP32 tiles
+#include "../../kernels/fast/matmul/epilogue.cuh"   // mf_epi_load, mf_epi_apply
+#include "../../kernels/fast/matmul/matmul_fast.h"  // matmul_fast_plan, matmul_fast_run (the cluster split)
+#include "../../kernels/fast/matmul/pipeline.cuh"   // MfTile, mf_mainloop
 
 #define cublasCheck(call) do { cublasStatus_t s_ = (call); if (s_ != CUBLAS_STATUS_SUCCESS) { fflush(stdout); \
     fprintf(stderr, "error: %s:%d: cuBLAS error: status %d ---> try: check the shapes and leading dimensions\n", \
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
 #undef FX_COL
 }
 
-// Configuration cfg of the trainer's FP32 list (kernels/fast/configs.cuh) with S = grid.z slices;
+// Configuration cfg of the trainer's FP32 list (kernels/fast/matmul/configs.cuh) with S = grid.z slices;
 // false when the workspace is too small for the grid
 template <bool B_KC>
 static bool launch_fixup(int cfg, dim3 grid, float* C, const float* A, const float* B, int M, int N, int K, int kchunk,

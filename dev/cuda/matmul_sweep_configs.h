@@ -1,7 +1,7 @@
 /*
 dev/cuda/matmul_sweep_configs.h: the tile configurations that only dev/cuda's sweeps run, added to the
-lists of kernels/fast/configs.cuh through its hooks, and every configuration built for every product
-and precision. dev/cuda's Makefile compiles kernels/fast/matmul_fast*.cu with this file
+lists of kernels/fast/matmul/configs.cuh through its hooks, and every configuration built for every product
+and precision. dev/cuda's Makefile compiles the .cu files of kernels/fast/matmul/ with this file
 (nvcc -include), into objects of its own; the trainer never sees it.
 
 The IDs continue the lists' (FP32 0-4, 8, 3xTF32 20-22, 24, 28 and TF32 0-4, 7, 9, 11, 13, 19 are

@@ -6,7 +6,7 @@ Tensor Memory Accelerator, the blocks of a thread-block cluster (CL of them alon
 same 64 rows of W) sharing W's tile: each block's copier brings 64 / CL of its rows into every
 block of the cluster at once (multicast).
 
-Why: the fused step (kernels/fast/fused_deep.cuh) runs this product as 128 tiles of 32 x 64 on
+Why: the fused step (kernels/fast/fused/fused_deep.cuh) runs this product as 128 tiles of 32 x 64 on
 mma.sync, each block reading its own operands through cp.async: 384 KB a block, 49 MB a phase from
 L2, which bounds the phase's mainloop (dev/bin/fused_profile times the phases). Here a block
 reads 128 KB of x and 256 / CL KB of W; the question is how much of that reaches the phase's
@@ -29,10 +29,10 @@ every variant several times slower (doc/fast.md, "wgmma + TMA"). Needs sm_90a (M
 #include <vector>
 #include <algorithm>
 #include "common.h"
-#include "../../kernels/fast/tf32.cuh"         // round_tf32
-#include "../../kernels/fast/wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait
-#include "../../kernels/fast/wgmma_bf16.cuh"   // mf_wgb16_desc, mf_mbar_init, mf_mbar_wait
-#include "../../kernels/fast/wgmma_tma.cuh"    // mf_wgmma_tf32_n32, mf_wg_n32_store_t, mf_mbar_expect_tx, mf_tma_load(_mc), mf_cluster_*, mf_tensor_map
+#include "../../kernels/fast/ops/round.cuh"            // round_tf32
+#include "../../kernels/fast/matmul/wgmma_tf32.cuh"    // mf_wg_fence, mf_wg_commit, mf_wg_wait
+#include "../../kernels/fast/matmul/wgmma_kmajor.cuh"  // mf_wgb16_desc, mf_mbar_init, mf_mbar_wait
+#include "../../kernels/fast/matmul/wgmma_tma.cuh"     // mf_wgmma_tf32_n32, mf_wg_n32_store_t, mf_mbar_expect_tx, mf_tma_load(_mc), mf_cluster_*, mf_tensor_map
 
 #define PB 256     // rows of the batch
 #define PK 1024    // the layer's inputs

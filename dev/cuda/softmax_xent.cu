@@ -15,10 +15,10 @@ versions:
   2: one warp per row: the lanes split the row (lane l takes columns l, l+32, ...), so a warp's loads
      are 128 neighbouring bytes; the max and the sum are combined across the lanes with shuffles. Still
      three passes over the row in global memory and two expf per element; the mean by loss_mean_kernel.
-  3: the fast tier's (kernels/fast/softmax_fast.cuh softmax_xent_fused_kernel, through its launcher):
+  3: the fast tier's (kernels/fast/ops/softmax.cuh softmax_xent_fused_kernel, through its launcher):
      version 1's two kernels in one launch: one block of 1024 threads, a thread per row (rows t,
      t + 1024, ...), then the same block adds up the losses. One launch instead of two, but one SM.
-     (The fast trainer runs the fused head of kernels/fast/head.cuh instead where C <= 32.)
+     (The fast trainer runs the fused head of kernels/fast/ops/head.cuh instead where C <= 32.)
   4: version 2 with the row held in registers: each lane loads its elements once, keeps them, turns
      them into exps in place, and writes dlogits from there: one read of the row from global memory
      instead of three and one expf per element instead of two. The same sums in the same order as
@@ -40,8 +40,8 @@ Tolerances, against the double reference: dlogits and the losses 1e-5 relative-n
 a few ulp, land near 1e-7..1e-6.
 */
 #include "common.h"
-#include "../../kernels/softmax_xent.cuh"       // version 1; softmax_xent_row, loss_mean_kernel, LOSS_THREADS
-#include "../../kernels/fast/softmax_fast.cuh"  // version 3
+#include "../../kernels/softmax_xent.cuh"      // version 1; softmax_xent_row, loss_mean_kernel, LOSS_THREADS
+#include "../../kernels/fast/ops/softmax.cuh"  // version 3
 
 // ----------------------------------------------------------------------------
 // CPU reference, in double; returns the mean loss
@@ -289,7 +289,7 @@ static void call(void* ctx) {
 int main(int argc, char** argv) {
     require_gpu_or_exit("softmax_xent");
     print_gpu_name();
-    pdl_allowed = 0;   // version 3 launched plainly, like the others (kernels/fast/pdl.cuh)
+    pdl_allowed = 0;   // version 3 launched plainly, like the others (kernels/fast/ops/pdl.cuh)
     const int only = argc > 1 ? atoi(argv[1]) : 0;
     if (only < 0 || only > 4) {
         fprintf(stderr, "usage: %s [version 1..4, 0 = all] [csv path]\n", argv[0]);

@@ -30,6 +30,7 @@ The lists: blocks of `key: value` lines, one block per mutant, blank lines betwe
 import argparse
 import concurrent.futures as cf
 import difflib
+import glob
 import os
 import random
 import re
@@ -412,8 +413,7 @@ def cmd_cpu(args):
 # ---------------------------------------------------------------------------------------------
 # the GPU mutants: what each needs, and building them here
 
-FAST_SOURCES = ["kernels/fast/matmul_fast.cu", "kernels/fast/matmul_fast_forward.cu",
-                "kernels/fast/matmul_fast_dinp.cu", "kernels/fast/matmul_fast_dweight.cu"]
+FAST_SOURCES = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "kernels/fast/matmul/*.cu")))
 
 
 def fast_object_inputs(root=ROOT):

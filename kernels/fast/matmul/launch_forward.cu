@@ -1,6 +1,6 @@
 /*
-kernels/fast/matmul_fast_forward.cu: the kernels of the forward product, one per tile configuration
-and precision that kernels/fast/configs.cuh builds for it:
+kernels/fast/matmul/launch_forward.cu: the kernels of the forward product, one per tile configuration
+and precision that kernels/fast/matmul/configs.cuh builds for it:
     out(B,OUT) = act(inp(B,IN) . weight(OUT,IN)^T + bias), "NT": A (M, K), B (N, K)
 One file per product, so that the three compile in parallel (make -j).
 */

@@ -1,16 +1,16 @@
 /*
-kernels/fast/matmul_fast.cu: the launchers of kernels/fast/matmul_fast.h: plan a product
-(kernels/fast/planner.cuh), then launch its kernel (kernels/fast/launch.cuh, compiled per product in
-kernels/fast/matmul_fast_forward.cu, _dinp.cu and _dweight.cu, which build in parallel).
+kernels/fast/matmul/matmul_fast.cu: the launchers of kernels/fast/matmul/matmul_fast.h: plan a product
+(kernels/fast/matmul/planner.cuh), then launch its kernel (kernels/fast/matmul/launch.cuh, compiled per product in
+kernels/fast/matmul/launch_forward.cu, _dinp.cu and _dweight.cu, which build in parallel).
 Compiled once, and linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "launch.cuh"       // MfArgs, mf_launch_forward / _dinp / _dweight
+#include "launch.cuh"     // MfArgs, mf_launch_forward / _dinp / _dweight
 #include "matmul_fast.h"
-#include "planner.cuh"      // mf_plan, mf_cfg
+#include "planner.cuh"    // mf_plan, mf_cfg
 
 static inline bool mf_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -18,7 +18,7 @@ static inline bool mf_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0
 static int mf_plan_prec(MfProduct prod, int tf32) { return tf32 == MF_FP32_PIXELS ? 0 : mf_tf32_here(prod, tf32); }
 
 // whether configuration c (of the FP32 list) runs product prod on pixels: the 3xTF32 kernels of the
-// forward and weight-gradient layouts (kernels/fast/mma_tf32.cuh), the only ones built for it
+// forward and weight-gradient layouts (kernels/fast/matmul/mma_tf32.cuh), the only ones built for it
 static int mf_takes_pixels(MfProduct prod, const MatmulFastCfg *c) {
     return c != NULL && prod != MF_DINP && c->kind == MF_KIND_3XTF32;
 }
@@ -62,7 +62,7 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
     const MatmulFastCfg *c = mf_cfg(mf_plan_prec(prod, tf32), p->cfg);
     if (c == NULL) {
         fprintf(stderr, "error: matmul_fast: this build has no kernel for the %s product in precision %d ---> try: "
-                        "the lists of kernels/fast/configs.cuh\n", names[prod], tf32);
+                        "the lists of kernels/fast/matmul/configs.cuh\n", names[prod], tf32);
         exit(EXIT_FAILURE);
     }
     if (tf32 == MF_FP32_PIXELS && !mf_takes_pixels(prod, c)) {
@@ -103,7 +103,7 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
 // ----------------------------------------------------------------------------
 // the launchers the trainer calls
 
-// the product on the BF16 copies of its operands (kernels/fast/wgmma_bf16.cuh, mma_bf16.cuh) where they
+// the product on the BF16 copies of its operands (kernels/fast/matmul/wgmma_kmajor.cuh, mma_bf16.cuh) where they
 // are given and the BF16-operand planner takes the shape; false: the caller runs the FP32-operand
 // kernels, and then mf_copy_out
 static bool mf_run_bf16(MfProduct prod, float *C, int M, int N, int K, const MatmulFastEpi *epi, int tf32,

@@ -1,5 +1,5 @@
 /*
-kernels/fast/fused_step.cuh: a whole run of training steps of a one-hidden-layer model in one kernel
+kernels/fast/fused/fused_step.cuh: a whole run of training steps of a one-hidden-layer model in one kernel
 (train_mlp_fast -f 2, the default where the model fits it).
 CPU twins: gather_batch_cpu, model_forward_cpu, model_loss_cpu, model_backward_cpu and
 model_update_cpu (train_mlp_cpu.c), one after the other; test_mlp compares every tensor they
@@ -18,7 +18,7 @@ Why: the small model's step (784,128,10 at batch 64) is about 13 million multipl
 microseconds of arithmetic spread over the GPU. As a graph of separate kernels most of its time is
 the gaps between the kernels of its critical path (gather, forward, head, dh, dW0 and its SGD
 step). Here the grid stays on the GPU for the whole run, with two grid-wide barriers a step
-(dev/NOTES.md has the measurements, and dev/fused_profile.cu times each phase).
+(dev/fused_profile.cu times each phase; doc/fast.md has the measurements).
 
 How the work is split: block k owns U hidden units, j = kU .. kU + U - 1 (U = 1 for the small model:
 128 blocks, about one per SM). Everything about its units stays with it: their rows of W0, their
@@ -61,10 +61,10 @@ block within the GPU's limit. Otherwise the trainer runs the graph path.
 #include <cooperative_groups.h>
 #include <stdint.h>
 
-#include "../activation.cuh"      // activation_apply, activation_grad_from_output
-#include "../common.cuh"          // cudaCheck, CEIL_DIV
-#include "../sgd.cuh"             // sgd_one
-#include "gather_fast.cuh"        // pixel_value
+#include "../../activation.cuh"  // activation_apply, activation_grad_from_output
+#include "../../common.cuh"      // cudaCheck, CEIL_DIV
+#include "../../sgd.cuh"         // sgd_one
+#include "../ops/gather.cuh"     // pixel_value
 
 #define FUSED_THREADS 512  // 16 warps: the phases are chains of loads and sums, and more warps hide more of them
 #define FUSED_MAX_U 4      // hidden units per block
@@ -431,12 +431,12 @@ __global__ void __launch_bounds__(FUSED_THREADS) fused_step_kernel(FusedStepArgs
 
 typedef struct {
     int ok;            // 1: the model takes the fused step
-    int deep;          // 1: the kernel of kernels/fast/fused_deep.cuh (two or more hidden layers), else this file's
+    int deep;          // 1: the kernel of kernels/fast/fused/fused_deep.cuh (two or more hidden layers), else this file's
     int U, blocks;     // hidden units per block (this file's kernel), blocks (H / U rounded up; deep: one per SM)
     size_t smem;       // dynamic shared memory per block, bytes
     int tma;           // deep, -x 1: 3 the forward and dinp tiles on the TMA, split in K between the blocks of
                        // clusters; 2 the same tiles unsplit; 1 the forward alone; 0 neither
-                       // (kernels/fast/fused_deep.cuh, fused_deep_tma)
+                       // (kernels/fast/fused/fused_deep.cuh, fused_deep_tma)
     char why[160];     // ok == 0: why not, in words
 } FusedPlan;
 
@@ -450,7 +450,7 @@ static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec
         return f;
     }
     const int IN = sizes[0], H = sizes[1], C = sizes[2];
-    if (prec != 0) return snprintf(f.why, sizeof(f.why), "-x %d (it is FP32 only)", prec), f;
+    if (prec != PREC_FP32) return snprintf(f.why, sizeof(f.why), "-x %d (it is FP32 only)", prec), f;
     if (IN % 16) return snprintf(f.why, sizeof(f.why), "%d inputs (a multiple of 16 is needed)", IN), f;
     if (C > FUSED_MAX_C) return snprintf(f.why, sizeof(f.why), "%d classes (at most %d)", C, FUSED_MAX_C), f;
     if (B > FUSED_MAX_B) return snprintf(f.why, sizeof(f.why), "batch %d (at most %d)", B, FUSED_MAX_B), f;

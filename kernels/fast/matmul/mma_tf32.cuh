@@ -1,8 +1,8 @@
 /*
-kernels/fast/mma_tf32.cuh: the TF32 and BF16 matmul kernel on the tensor cores, through mma.sync (sm_80+).
+kernels/fast/matmul/mma_tf32.cuh: the TF32 and BF16 matmul kernel on the tensor cores, through mma.sync (sm_80+).
 
-What: the same block tiles and cp.async pipeline as the FP32 kernel (kernels/fast/fp32_tiles.cuh,
-kernels/fast/pipeline.cuh), but each warp owns a WM x WN block of C made of 16x8 tiles, each the
+What: the same block tiles and cp.async pipeline as the FP32 kernel (kernels/fast/matmul/ffma.cuh,
+kernels/fast/matmul/pipeline.cuh), but each warp owns a WM x WN block of C made of 16x8 tiles, each the
 result of mma.sync: a warp-wide instruction that multiplies a 16xk by a kx8 matrix and adds to a
 16x8 FP32 accumulator. TF32: m16n8k8, 10 mantissa bits per operand. BF16: m16n8k16, 7 mantissa bits
 per operand and twice the multiply-adds per instruction (and per cycle). The warp loads its operand
@@ -12,7 +12,7 @@ the registers.
 Why: one mma.sync.m16n8k8 does 16 x 8 x 8 = 1024 multiply-adds, 32 per thread of the warp, where
 the FP32 kernel issues an FFMA per multiply-add; the price is the operands' precision, with FP32 sums.
 TF32 is opt-in (-x 1): the results differ from FP32 in the 3rd or 4th digit; BF16 (-x 2) in the 2nd
-or 3rd. The same kernel also computes FP32 as 3xTF32 (MF_TF32X3, kernels/fast/matmul_fast.h: each
+or 3rd. The same kernel also computes FP32 as 3xTF32 (MF_TF32X3, kernels/fast/matmul/matmul_fast.h: each
 operand split into a TF32 value and the TF32 rest, three TF32 products), which the planner uses for
 FP32 products large enough that three tensor-core products cost less than one on the CUDA cores.
 Rounding: the tensor cores read the top 19 bits of each float as they find them (truncation), so
@@ -42,11 +42,11 @@ at BK + 4 floats apart: no bank conflicts). The others are read element by eleme
 
 #include <stdint.h>
 
-#include "epilogue.cuh"  // mf_store_pair, mf_cluster_reduce, MF_SPLIT_*
-#include "pdl.cuh"       // pdl_wait
-#include "pipeline.cuh"  // MfTile, mf_mainloop
-#include "tf32.cuh"      // round_tf32
-#include "matmul_fast.h"  // MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16
+#include "epilogue.cuh"      // mf_store_pair, mf_cluster_reduce, MF_SPLIT_*
+#include "../ops/pdl.cuh"    // pdl_wait
+#include "pipeline.cuh"      // MfTile, mf_mainloop
+#include "../ops/round.cuh"  // round_tf32
+#include "matmul_fast.h"     // MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16
 
 // x rounded to TF32, as the bits an mma.sync operand register takes: to nearest, ties away from zero,
 // as round_tf32 (cvt.rna) rounds, but in two integer instructions: add half of the 13 dropped bits'
@@ -102,7 +102,7 @@ __device__ __forceinline__ void mf_ldsm_x4(uint32_t* r, const float* p) {
 }
 
 // a float from shared memory at shared-window address sa (an address the caller computes, where a
-// pointer would cost a 64-bit register pair: kernels/fast/fused_deep.cuh's dinp tiles)
+// pointer would cost a 64-bit register pair: kernels/fast/fused/fused_deep.cuh's dinp tiles)
 __device__ __forceinline__ float mf_lds_f32(unsigned sa) {
     float v;
     asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(sa) : "memory");
@@ -111,10 +111,10 @@ __device__ __forceinline__ float mf_lds_f32(unsigned sa) {
 
 // The sums of one block tile: acc (the warp's (WM/16) x (WN/8) mma tiles, the fragment layout above)
 // = A . B over k in [kbeg, kend) for the BM x BN tile at (m0, n0), A_KC / B_KC as in the FP32 kernel.
-// PREC: MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul_fast.h). smem:
+// PREC: MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul/matmul_fast.h). smem:
 // mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats; free again when it returns. Every thread of
 // the block calls it. The kernel below runs one tile a block; the fused step of deeper models
-// (kernels/fast/fused_deep.cuh) runs many, one after another.
+// (kernels/fast/fused/fused_deep.cuh) runs many, one after another.
 template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC>
 __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], float* smem, const float* __restrict__ A,
                                             const float* __restrict__ B, int M, int N, int K, int m0, int n0,
@@ -140,7 +140,7 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
     // acc: the sums. 3xTF32 sums each BK step of K on the tensor cores (tile) and adds that to acc with
     // FADD: the tensor cores' FP32 sums round toward zero at every mma.sync, an error that grows with
     // the size of the running sum and, being one-sided, with K (at the big model's K = 4096, one
-    // running sum broke FP32's tolerances: dev/NOTES.md); a BK step's sum is small and short, and
+    // running sum breaks FP32's tolerances); a BK step's sum is small and short, and
     // FADD rounds to nearest, so the sum over K carries FP32's own error, as on the CUDA cores.
     float tile[X3 ? MI : 1][X3 ? NI : 1][4];
     #pragma unroll
@@ -216,7 +216,7 @@ __device__ __forceinline__ void mf_mma_sums(float (&acc)[WM / 16][WN / 8][4], fl
                     #pragma unroll
                     for (int j = 0; j < NI; j++) mf_mma_bf16(acc[i][j], af[i], bf[j]);
             }
-        } else if constexpr (X3) {   // FP32 as three TF32 products (MF_TF32X3, kernels/fast/matmul_fast.h)
+        } else if constexpr (X3) {   // FP32 as three TF32 products (MF_TF32X3, kernels/fast/matmul/matmul_fast.h)
             #pragma unroll
             for (int kk = 0; kk < BK; kk += 8) {
                 uint32_t ab[MI][4], bb[NI][2], asm_[MI][4], bsm[NI][2];
@@ -318,7 +318,7 @@ __device__ __forceinline__ void mf_mma_store(float* C, const float (&acc)[WM / 1
 
 // C (M, N) = epilogue(A . B), A_KC / B_KC as in the FP32 kernel; block tile BM x BN, warps of WM x WN,
 // each warp (WM/16) x (WN/8) mma tiles; blockIdx.z the K slice, added up as `split` says. PREC:
-// MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul_fast.h).
+// MF_TF32_ROUND, MF_TF32_EXACT, MF_BF16, MF_TF32X3 or MF_FP32_PIXELS (kernels/fast/matmul/matmul_fast.h).
 // Dynamic shared memory: mf_smem_floats(BM, BN, BK, ST, A_KC, B_KC, 8) floats.
 template<int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC, int PREC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
@@ -344,8 +344,9 @@ matmul_fast_mma_kernel(float* __restrict__ C, const float* __restrict__ A, const
         return;
     }
 
-    // (the same stores as mf_mma_store, which the BF16-operand kernel calls, written out as they were
-    // before it: see dev/NOTES.md, "BF16 on BF16 copies of the operands")
+    // (the same stores as mf_mma_store, which the BF16-operand kernel calls, written out here as this
+    // kernel had them before that function existed: the change that shared them came with a slower FP32
+    // epoch of the wide model, and the shared form was never shown not to be the cause)
     float* Cz = C + (size_t)blockIdx.z * M * N;
     #pragma unroll
     for (int i = 0; i < MI; i++) {

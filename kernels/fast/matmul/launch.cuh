@@ -1,6 +1,6 @@
 /*
-kernels/fast/launch.cuh: the launch of one fast matmul kernel, chosen by product, precision and tile
-configuration. The switch over configurations is generated from the lists of kernels/fast/configs.cuh,
+kernels/fast/matmul/launch.cuh: the launch of one fast matmul kernel, chosen by product, precision and tile
+configuration. The switch over configurations is generated from the lists of kernels/fast/matmul/configs.cuh,
 so it cannot drift from the planner's table, and it instantiates a kernel only where the list says it
 is built: each kernels/fast/matmul_fast_<product>.cu compiles the kernels of one product layout.
 */
@@ -11,9 +11,9 @@ is built: each kernels/fast/matmul_fast_<product>.cu compiles the kernels of one
 #include <stdlib.h>
 
 #include "configs.cuh"     // the lists
-#include "fp32_tiles.cuh"  // matmul_fast_fp32_kernel
+#include "ffma.cuh"        // matmul_fast_fp32_kernel
 #include "mma_tf32.cuh"    // matmul_fast_mma_kernel
-#include "pdl.cuh"         // pdl_available
+#include "../ops/pdl.cuh"  // pdl_available
 #include "wgmma_tf32.cuh"  // matmul_fast_wgmma_kernel
 
 // what every matmul kernel takes, after the grid: C (M, N), A, B, the K slice length, whether the
@@ -26,7 +26,7 @@ typedef struct {
 } MfArgs;
 
 // One launch of KERNEL: a cluster of the K slices for MF_SPLIT_CLUSTER, programmatic dependent launch
-// when pdl (kernels/fast/pdl.cuh). Above 48 KB of dynamic shared memory a kernel must be allowed it
+// when pdl (kernels/fast/ops/pdl.cuh). Above 48 KB of dynamic shared memory a kernel must be allowed it
 // once (cudaFuncSetAttribute; a host-side setting, fine during graph capture): `allowed` is one flag
 // per kernel.
 template <auto KERNEL>
@@ -57,6 +57,31 @@ static void mf_launch_kernel(dim3 grid, int threads, int smem_floats, int pdl, c
     }
     cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, a.C, a.A, a.B, a.M, a.N, a.K, a.kchunk, a.vec, a.split, a.epi));
 }
+
+// The launch of a kernel on operand copies (copies_bf16.cu, kmajor_tf32.cu), whose arguments differ
+// from MfArgs: ARGS after the grid are the kernel's own. pdl and the 48 KB rule as mf_launch_kernel.
+template <auto KERNEL, typename... Args>
+static void mf_launch_smem(dim3 grid, int threads, int smem, int pdl, cudaStream_t stream, Args... args) {
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[1];
+    lc.gridDim = grid;
+    lc.blockDim = dim3(threads);
+    lc.dynamicSmemBytes = (size_t)smem;
+    lc.stream = stream;
+    lc.attrs = attr;
+    if (pdl && pdl_available()) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        lc.numAttrs = 1;
+    }
+    static bool allowed = false;   // above 48 KB a kernel must be allowed it, once
+    if (!allowed && smem > 48 * 1024) {
+        cudaCheck(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        allowed = true;
+    }
+    cudaCheck(cudaLaunchKernelEx(&lc, KERNEL, args...));
+}
+
 
 // Launches configuration cfg of product PROD in precision TF32 (0, MF_TF32_ROUND, MF_TF32_EXACT,
 // MF_BF16, MF_FP32_PIXELS); false when this build has no such kernel. The operands' layouts follow from the product:
@@ -98,7 +123,7 @@ static bool mf_launch_mode(int cfg, dim3 grid, int pdl, cudaStream_t stream, con
             return false;
             MF_ALL_FP32_CONFIGS(MF_CASE)
 #undef MF_CASE
-#define MMA_PREC (PIX ? MF_FP32_PIXELS : MF_TF32X3)   // FP32 as 3xTF32 (kernels/fast/matmul_fast.h)
+#define MMA_PREC (PIX ? MF_FP32_PIXELS : MF_TF32X3)   // FP32 as 3xTF32 (kernels/fast/matmul/matmul_fast.h)
             MF_ALL_3XTF32_CONFIGS(MF_MMA_CASE)
 #undef MMA_PREC
         }
@@ -134,7 +159,7 @@ static void mf_launch_product(int tf32, int cfg, dim3 grid, int pdl, cudaStream_
     if (!done) {
         static const char *const names[] = {"forward", "dinp", "dweight"};
         fprintf(stderr, "error: matmul_fast: no kernel for configuration %d of the %s product with precision %d in this "
-                        "build ---> try: the lists of kernels/fast/configs.cuh\n", cfg, names[PROD], tf32);
+                        "build ---> try: the lists of kernels/fast/matmul/configs.cuh\n", cfg, names[PROD], tf32);
         exit(EXIT_FAILURE);
     }
     cudaCheck(cudaGetLastError());

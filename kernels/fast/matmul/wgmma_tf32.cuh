@@ -1,16 +1,16 @@
 /*
-kernels/fast/wgmma_tf32.cuh: the TF32 matmul kernel through wgmma, Hopper's warpgroup tensor-core
+kernels/fast/matmul/wgmma_tf32.cuh: the TF32 matmul kernel through wgmma, Hopper's warpgroup tensor-core
 instructions (sm_90a only: built where MF_WGMMA is defined, which the Makefiles do for GPU_ARCH=90).
 
 What: instead of each warp loading fragments from shared memory into registers (the mma.sync kernel,
-kernels/fast/mma_tf32.cuh, spends most of its instructions there), the tensor cores read both tiles
+kernels/fast/matmul/mma_tf32.cuh, spends most of its instructions there), the tensor cores read both tiles
 from shared memory themselves, through a 64-bit "matrix descriptor": the tile's address, the byte
 distance between groups of 8 rows (1024 here) and a swizzle mode. One wgmma.m64n64k8 is 64 x 64 x 8
 multiply-adds, issued by a warpgroup (4 warps, 128 threads) together, and runs asynchronously while
 the threads prepare the next tile; a block has WGS warpgroups, each 64 rows of the tile.
 Why here: the trainer's -x 1 forward products take their operands as TF32 values (MF_TF32_EXACT),
 so this kernel needs no rounding pass over its tiles, and is then the fastest on the wide model's
-forward shapes (the tuned table, kernels/fast/planner.cuh). With a rounding pass it is no faster than
+forward shapes (the tuned table, kernels/fast/matmul/planner.cuh). With a rounding pass it is no faster than
 mma.sync, so the planner leaves it to the tuned table.
 
 Shared layout: wgmma takes 32-bit operands k-major only (it cannot transpose them), in the
@@ -31,19 +31,17 @@ cores (which read through the async proxy); after the barrier the stage of tile 
 (every thread has passed wgmma.wait_group 1 at tile t - 1, so tile t - 2's products are complete,
 while tile t - 1's may still be running, on their own stage), transposed operands are transposed
 into one of 2 k-major tiles (a second barrier), and tile t's wgmmas are issued.
-(Preparing tile t + 1 while tile t's products run, with one barrier per tile, was tried: no faster,
-dev/NOTES.md.)
 */
 #ifndef MLP_FAST_WGMMA_TF32_CUH
 #define MLP_FAST_WGMMA_TF32_CUH
 
 #include <stdint.h>
 
-#include "configs.cuh"   // mf_wg_smem_floats
-#include "epilogue.cuh"  // mf_store_pair, mf_cluster_reduce, MF_SPLIT_*
-#include "pdl.cuh"       // pdl_wait
-#include "pipeline.cuh"  // MfTile, mf_cp16, mf_cp4, mf_cp_wait, mf_prefetch
-#include "tf32.cuh"      // round_tf32, mf_round_tf32
+#include "configs.cuh"       // mf_wg_smem_floats
+#include "epilogue.cuh"      // mf_store_pair, mf_cluster_reduce, MF_SPLIT_*
+#include "../ops/pdl.cuh"    // pdl_wait
+#include "pipeline.cuh"      // MfTile, mf_cp16, mf_cp4, mf_cp_wait, mf_prefetch
+#include "../ops/round.cuh"  // round_tf32, mf_round_tf32
 
 #if defined(MF_WGMMA)
 // the matrix descriptor of a K-major tile with 128-byte swizzle at shared address sa (PTX ISA,
@@ -55,7 +53,7 @@ __device__ __forceinline__ uint64_t mf_wg_desc(unsigned sa) {
 }
 
 // a thread's accumulators of a wgmma 16 (64 x 32), 32 (64 x 64) wide, ...: their operand list in the
-// assembly (%0 ..), and the asm statement's outputs d[0] .. (larger ones: kernels/fast/wgmma_bf16.cuh)
+// assembly (%0 ..), and the asm statement's outputs d[0] .. (larger ones: kernels/fast/matmul/wgmma_kmajor.cuh)
 #define MF_WG_REGS16 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
 #define MF_WG_OUTS16 \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
@@ -132,8 +130,8 @@ __device__ __forceinline__ void mf_wg_round(char* km, int tid) {
 // A d-contiguous operand (X(d, k) = X[k * ld + d]: the weight of dinp, both operands of dweight) is
 // copied as it is, 16 bytes at a time, into a staging tile S[k][d] (MfTile, as in the other kernels),
 // and the threads transpose it from there into the swizzled k-major tile: each takes 4 k x 4 d, four
-// 16-byte loads and four 16-byte stores. (Copying element by element with 4-byte cp.async straight
-// into the k-major tile was tried first: slower, dev/NOTES.md.) The staging rows are padded by 4
+// 16-byte loads and four 16-byte stores (faster than 4-byte cp.async copies straight into the k-major
+// tile, element by element). The staging rows are padded by 4
 // floats, which keeps the loads free of bank conflicts (a quarter-warp reads 64 bytes of two rows 4
 // apart); the stores conflict two ways.
 template<int BD, int NT>

@@ -1,10 +1,10 @@
 /*
-kernels/fast/wgmma_bf16.cuh: the matmul through wgmma on operands stored the way the tensor cores take
+kernels/fast/matmul/wgmma_kmajor.cuh: the matmul through wgmma on operands stored the way the tensor cores take
 them (sm_90a; built where MF_WGMMA is defined): BF16 copies of the operands for -x 2's large products,
 and, with the same kernel, TF32 values stored K-major for -x 1's (below). The same job as
-matmul_bf16_kernel (kernels/fast/mma_bf16.cuh: copies of the operands in memory, FP32 sums, the fast
+matmul_bf16_kernel (kernels/fast/matmul/mma_bf16.cuh: copies of the operands in memory, FP32 sums, the fast
 kernels' epilogues), on Hopper's warpgroup instructions.
-Why: wgmma reads both tiles from shared memory itself (kernels/fast/wgmma_tf32.cuh tells how), so the
+Why: wgmma reads both tiles from shared memory itself (kernels/fast/matmul/wgmma_tf32.cuh tells how), so the
 threads issue no fragment loads; and for 16-bit operands it takes either layout: a tile may be
 K-major (k along its 128-byte rows) or MN-major (m or n along them), the instruction's imm-trans bits
 say which. So no BF16 product needs a transpose.
@@ -13,7 +13,7 @@ K-major where the FP32 tensor is not (the trainer keeps them: W transposed for d
 and output gradient transposed for dweight; train_mlp_fast.cu, model_tf32k), each a TF32 value
 already: a 128-byte row is 32 of them, a k-step of 8 the same 32 bytes as BF16's 16, so the tiles,
 descriptors and pipeline are the same and only the instruction differs (T = float). Where the
-operand is not K-major in memory, kernels/fast/wgmma_tf32.cuh's kernel transposes tiles through the
+operand is not K-major in memory, kernels/fast/matmul/wgmma_tf32.cuh's kernel transposes tiles through the
 threads instead, which costs it the speed this kernel has.
 Shared layout, 128-byte swizzle, BK = 128 bytes of k (64 BF16 or 32 TF32 values), per stage and operand:
   K-major (A_KC / B_KC): row d (of the BM or BN rows) at d * 128, its 16-byte chunk c at chunk
@@ -29,17 +29,17 @@ Block: WGS warpgroups, each 64 rows of the tile and all BN columns (one wgmma.m6
 TF32, per k-step); the pipeline is the TF32 kernel's: copies ST - 2 tiles ahead, one barrier per
 tile, the products of one tile in flight while the next is issued.
 */
-#ifndef MLP_FAST_WGMMA_BF16_CUH
-#define MLP_FAST_WGMMA_BF16_CUH
+#ifndef MLP_FAST_WGMMA_KMAJOR_CUH
+#define MLP_FAST_WGMMA_KMAJOR_CUH
 
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "epilogue.cuh"     // mf_store_pair
-#include "mma_bf16.cuh"     // mf_cp16_b16
-#include "pdl.cuh"          // pdl_wait
-#include "pipeline.cuh"     // mf_cp_commit, mf_cp_wait, mf_prefetch
-#include "wgmma_tf32.cuh"   // mf_wg_fence, mf_wg_commit, mf_wg_wait, mf_wg_pin, mf_fence_proxy_async
+#include "epilogue.cuh"    // mf_store_pair
+#include "mma_bf16.cuh"    // mf_cp16_b16
+#include "../ops/pdl.cuh"  // pdl_wait
+#include "pipeline.cuh"    // mf_cp_commit, mf_cp_wait, mf_prefetch
+#include "wgmma_tf32.cuh"  // mf_wg_fence, mf_wg_commit, mf_wg_wait, mf_wg_pin, mf_fence_proxy_async
 
 // A named barrier (IDs 1 to 15; 0 is __syncthreads'): waits until n threads (whole warps, the same n
 // in each) have reached it, and orders their shared-memory accesses before it against theirs after it
@@ -83,7 +83,7 @@ __device__ __forceinline__ uint64_t mf_wgb16_desc(unsigned sa, bool mn_major) {
 }
 
 // the 64 accumulators of a thread in a 64 x 128 wgmma: their operand list in the assembly, and the
-// asm statement's outputs d[0] .. d[63] (on the 32 of kernels/fast/wgmma_tf32.cuh)
+// asm statement's outputs d[0] .. d[63] (on the 32 of kernels/fast/matmul/wgmma_tf32.cuh)
 #define MF_WG_REGS64 \
     MF_WG_REGS32 "," \
     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
@@ -204,8 +204,7 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // out) keeps up with the tiles. For SGD the MF_WG_SGD_BATCH float4s of W and of the momentum are
 // loaded as a batch: a store to W may alias the next float4's loads as far as the compiler knows, so
 // each float4's loads otherwise wait for the stores before them, one round trip to memory after
-// another (W and its momentum are far larger than L2 in the big model; dev/NOTES.md has the
-// measurements). Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec); out_t also
+// another (W and its momentum are far larger than L2 in the big model). Needs N % 4 == 0 and every pointer 16-byte aligned (the caller's vec); out_t also
 // M % 4 == 0.
 // The transposed copy: each thread writes its rounded outputs back over their sums in red, and after
 // a barrier the tile goes out column by column: a column n of the tile is a row of out_t, its BM
@@ -214,9 +213,7 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 // apart, hit banks that only lanes l and l + 16 share.
 // The NT threads that run it are numbered tid; BAR: the barrier they meet at (0: __syncthreads, the
 // whole block; else the named barrier of that ID, for NT threads).
-#ifndef MF_WG_SGD_BATCH
-#define MF_WG_SGD_BATCH 4   // (1: each float4's loads just before its step)
-#endif
+#define MF_WG_SGD_BATCH 4   // float4s of W and its momentum whose loads are in flight together
 template <int BM, int BN, int NT, int LD, int BAR = 0>
 __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* red, int m0, int n0, int M, int N,
                                                   const MatmulFastEpi& epi, float* __restrict__ out_t, int tid) {
@@ -436,7 +433,7 @@ matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T*
 // (every products' thread has stored its sums) and free (every epilogue thread has read them); each
 // side arrives at one and waits at the other, so neither blocks the other beyond the tile between
 // them. (Named barriers that one side arrives at and the other waits at do the same, but
-// compute-sanitizer's racecheck reports the accesses across them as hazards: dev/NOTES.md.) The next
+// compute-sanitizer's racecheck reports the accesses across them as hazards.) The next
 // tile's first copies are issued before the products' warpgroups wait for free, so that its operands
 // are on their way meanwhile.
 // BN = 128 (64 accumulators a thread): 512 threads leave a thread 128 registers.
@@ -504,4 +501,4 @@ matmul_wgmma_tf32p_kernel(float* __restrict__ C, const float* __restrict__ A, co
 // BN + 8 floats), its two mbarriers and 1024 to align the atoms
 constexpr int mf_wgtp_smem_bytes(int BN, int ST) { return ST * (128 + BN) * 128 + 128 * (BN + 8) * 4 + 16 + 1024; }
 
-#endif  // MLP_FAST_WGMMA_BF16_CUH
+#endif  // MLP_FAST_WGMMA_KMAJOR_CUH

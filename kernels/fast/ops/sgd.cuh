@@ -1,9 +1,9 @@
 /*
-kernels/fast/sgd_fast.cuh: the SGD step over a slice of the flat buffer with 16-byte (float4)
+kernels/fast/ops/sgd.cuh: the SGD step over a slice of the flat buffer with 16-byte (float4)
 loads and stores, which move the same bytes in a quarter of the memory instructions; and with
 TF32 (-x 1) a second copy of the weights, rounded to TF32, written beside the FP32 ones (the
-forward products read it: kernels/fast/matmul_fast.h, MF_TF32_EXACT), or with BF16 (-x 2) one rounded
-to BF16, as 16-bit values (the BF16-operand kernel reads it: kernels/fast/mma_bf16.cuh). Simple twin:
+forward products read it: kernels/fast/matmul/matmul_fast.h, MF_TF32_EXACT), or with BF16 (-x 2) one rounded
+to BF16, as 16-bit values (the BF16-operand kernel reads it: kernels/fast/matmul/mma_bf16.cuh). Simple twin:
 sgd_update (kernels/sgd.cuh); CPU twin: sgd_update_cpu.
 A layer's slice of the flat buffers need not be 16-byte aligned: the float4 kernel runs when the
 pointers allow it; the last n % 4 floats go one at a time.
@@ -14,9 +14,10 @@ pointers allow it; the last n % 4 floats go one at a time.
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "../common.cuh"
-#include "../sgd.cuh"  // sgd_one, sgd_four
-#include "tf32.cuh"
+#include "../../common.cuh"
+#include "../../sgd.cuh"     // sgd_one
+#include "float4.cuh"        // sgd_four
+#include "round.cuh"
 
 // one parameter per thread (for slices that are not 16-byte aligned)
 __global__ void sgd_update_fast_kernel(float *params, const float *grads, float *mbuf, float *rounded,

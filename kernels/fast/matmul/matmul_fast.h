@@ -1,6 +1,6 @@
 /*
-kernels/fast/matmul_fast.h: the fast matmuls of a linear layer, as their callers see them. Host
-code only: the kernels are compiled once, in kernels/fast/matmul_fast*.cu, and linked into the fast
+kernels/fast/matmul/matmul_fast.h: the fast matmuls of a linear layer, as their callers see them. Host
+code only: the kernels are compiled once, in the .cu files of kernels/fast/matmul/, and linked into the fast
 trainer, test_mlp and dev/cuda's benchmarks.
 
 Key: B batch, IN input features, OUT output features. Everything is row-major.
@@ -28,7 +28,7 @@ Precision (the launchers' tf32 argument):
                    BF16 (to nearest) on the way in and add the products in FP32. Operands,
                    outputs and everything around the products stay FP32. Given BF16 copies of the
                    operands (MatmulFastBf16, below), the launchers run the large products on those
-                   instead (kernels/fast/wgmma_bf16.cuh on sm_90a, else kernels/fast/mma_bf16.cuh):
+                   instead (kernels/fast/matmul/wgmma_kmajor.cuh on sm_90a, else kernels/fast/matmul/mma_bf16.cuh):
                    the same values, half the bytes, and no rounding in the kernel.
     MF_FP32_PIXELS FP32 on a batch of pixels: the forward and weight-gradient products only, with
                    inp holding the batch's bytes 0..255 (as floats) and the product taken with the
@@ -58,7 +58,7 @@ enum { MF_TF32_ROUND = 1, MF_TF32_EXACT = 2, MF_BF16 = 3 };
 // tensor cores truncate to TF32: 2^-21 |x| at most), and a product is a_big b_big + a_big b_small +
 // a_small b_big: three TF32 products that together keep about 20 of FP32's 24 bits (the dropped
 // a_small b_small is at most 2^-22 of the product), at three times TF32's work. The tensor cores sum
-// each BK step of K, and FADD adds those sums up (kernels/fast/mma_tf32.cuh says why).
+// each BK step of K, and FADD adds those sums up (kernels/fast/matmul/mma_tf32.cuh says why).
 // MF_FP32_PIXELS, after it: the tf32 argument for FP32 on a batch of pixels (above), whose kernels are
 // 3xTF32's with the batch's small parts, 0, left out.
 enum { MF_TF32X3 = 4, MF_FP32_PIXELS = 5 };
@@ -73,13 +73,13 @@ typedef struct {
     float *param_tf32;  // NULL, or (OUT, IN): the updated weights rounded to TF32 are stored here too
 } MatmulFastSgd;
 
-// -x 2's BF16 copies of a product's operands and output (kernels/fast/mma_bf16.cuh). Given a and b,
+// -x 2's BF16 copies of a product's operands and output (kernels/fast/matmul/mma_bf16.cuh). Given a and b,
 // the product runs on them with the BF16-operand kernel where its shape allows that and fills the GPU
 // (matmul_fast_bf16_plan), else on the FP32 operands as MF_BF16 says (the same products); either way
 // out, when not NULL, receives the output rounded to BF16 beside the FP32 one (the next product's
 // operand): the wgmma kernel stores it with the FP32 value, the others take a copy kernel after the
-// product (their epilogues stay as they were: a pointer more in MatmulFastEpi had made them slower,
-// dev/NOTES.md). Rounding everywhere: to nearest, ties away from zero, as mf_pack_bf16 and round_bf16
+// product (their epilogues stay as they are: a pointer more in MatmulFastEpi makes them slower).
+// Rounding everywhere: to nearest, ties away from zero, as mf_pack_bf16 and round_bf16
 // round.
 typedef struct {
     const __nv_bfloat16 *a, *b;   // A and B as BF16, laid out as the FP32 operands; both, or neither
@@ -88,7 +88,7 @@ typedef struct {
 
 // out = act(inp . weight^T + bias); inp is (B, IN), weight is (OUT, IN), bias is (OUT) or NULL, out is
 // (B, OUT). round_out: out is stored rounded to TF32 (the next layer's MF_TF32_EXACT input). Launched
-// with programmatic dependent launch (kernels/fast/pdl.cuh): enqueue it right after the kernel that
+// with programmatic dependent launch (kernels/fast/ops/pdl.cuh): enqueue it right after the kernel that
 // writes inp, with no event recorded in between.
 // bf16: NULL, or BF16 copies (MatmulFastBf16; tf32 MF_BF16 only) of inp, weight and out.
 void matmul_forward_fast(float *out, const float *inp, const float *weight, const float *bias, int B, int IN,
@@ -115,7 +115,7 @@ size_t matmul_fast_scratch_floats(int B, int IN, int OUT);
 
 // ----------------------------------------------------------------------------
 // Below: the generic product under the launchers, for dev/cuda's sweeps and the tests. A product is
-// planned (which tile configuration, how many K splits: kernels/fast/planner.cuh) and then run.
+// planned (which tile configuration, how many K splits: kernels/fast/matmul/planner.cuh) and then run.
 
 typedef enum { MF_FWD = 0, MF_DINP = 1, MF_DWEIGHT = 2 } MfProduct;   // "NT", "NN", "TN" above
 
@@ -183,7 +183,7 @@ int matmul_fast_has_clusters(void);
 int matmul_fast_large_cfg(MfProduct prod, int tf32);
 
 // ----------------------------------------------------------------------------
-// The BF16-operand kernel (kernels/fast/mma_bf16.cuh), for the tests and dev/cuda.
+// The BF16-operand kernel (kernels/fast/matmul/mma_bf16.cuh), for the tests and dev/cuda.
 
 // whether its 16-byte copies can read product prod's operands at this shape: their leading dimensions
 // (and the output's rows) multiples of 8
@@ -207,8 +207,8 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
                           cudaStream_t stream);
 
 // ----------------------------------------------------------------------------
-// -x 1's large products on K-major TF32 copies (kernels/fast/wgmma_bf16.cuh with T = float, and the
-// TMA kernel of kernels/fast/wgmma_tma.cuh, the default; sm_90a).
+// -x 1's large products on K-major TF32 copies (kernels/fast/matmul/wgmma_kmajor.cuh with T = float, and the
+// TMA kernel of kernels/fast/matmul/wgmma_tma.cuh, the default; sm_90a).
 // wgmma reads 32-bit operands K-major only, so the trainer keeps such copies of the operands that are
 // not (train_mlp_fast.cu, model_tf32k): C (M, N) = epi(A . B^T), A (M, K) and B (N, K) row-major, both
 // TF32 values (round_tf32 applied by whoever wrote them), which the kernel takes as they are.

@@ -1,11 +1,11 @@
 /*
-kernels/fast/gather_fast.cuh: the fast trainer's batch gather. Simple twin: gather_batch
+kernels/fast/ops/gather.cuh: the fast trainer's batch gather. Simple twin: gather_batch
 (kernels/data.cuh); CPU twin: gather_batch_cpu.
     x(bs, D) = images[perm[start + b]] / 255,  labels(bs) = all_labels[perm[start + b]]
-    start = (*step + ahead) * B: the step counter lives on the device (kernels/fast/softmax_fast.cuh);
+    start = (*step + ahead) * B: the step counter lives on the device (kernels/fast/ops/softmax.cuh);
     ahead = 1 gathers the next step's batch while this step runs (train_mlp_fast.cu);
     the mode (GATHER_*): GATHER_TF32 (-x 1) stores round_tf32(x): the first layer's forward product
-    then takes the batch as it is (kernels/fast/matmul_fast.h MF_TF32_EXACT); GATHER_PIXELS stores
+    then takes the batch as it is (kernels/fast/matmul/matmul_fast.h MF_TF32_EXACT); GATHER_PIXELS stores
     the bytes themselves, 0..255 as floats, for the first layer's FP32 products on pixels
     (MF_FP32_PIXELS), which take them as byte / 255
 */
@@ -14,8 +14,8 @@ kernels/fast/gather_fast.cuh: the fast trainer's batch gather. Simple twin: gath
 
 #include <stdint.h>
 
-#include "../common.cuh"
-#include "tf32.cuh"
+#include "../../common.cuh"
+#include "round.cuh"
 
 // what the gathers store: the input value, that value rounded to TF32, or the pixel byte itself
 enum { GATHER_FP32 = 0, GATHER_TF32 = 1, GATHER_PIXELS = 2 };

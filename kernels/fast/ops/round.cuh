@@ -1,8 +1,8 @@
 /*
-kernels/fast/tf32.cuh: rounding a float to TF32 or BF16, the precisions the tensor cores multiply in.
+kernels/fast/ops/round.cuh: rounding a float to TF32 or BF16, the precisions the tensor cores multiply in.
 */
-#ifndef MLP_FAST_TF32_CUH
-#define MLP_FAST_TF32_CUH
+#ifndef MLP_FAST_ROUND_CUH
+#define MLP_FAST_ROUND_CUH
 
 #include <string.h>
 
@@ -40,11 +40,11 @@ __device__ __forceinline__ float4 mf_round_tf32(float4 v) {
 
 // BF16: a float with its mantissa cut to 7 bits (of 23), 16 bits dropped. round_bf16 rounds to the
 // nearest BF16 value, ties away from zero: what the BF16 kernels do to their operands
-// (mf_pack_bf16, kernels/fast/mma_tf32.cuh). Inf and NaN pass as they are.
+// (mf_pack_bf16, kernels/fast/matmul/mma_tf32.cuh). Inf and NaN pass as they are.
 __host__ __device__ __forceinline__ float round_bf16(float x) { return round_dropping_bits(x, 16); }
 
 // round_bf16(x) as the 16 bits of a BF16 value (its float's upper half), what -x 2's BF16 copies of
-// the operands hold (kernels/fast/mma_bf16.cuh); and two of them in one word, lo in the low half
+// the operands hold (kernels/fast/matmul/mma_bf16.cuh); and two of them in one word, lo in the low half
 __host__ __device__ __forceinline__ unsigned short mf_bf16_bits(float x) {
     const float r = round_bf16(x);
     unsigned u;
@@ -55,4 +55,4 @@ __host__ __device__ __forceinline__ unsigned mf_bf16x2_bits(float lo, float hi) 
     return (unsigned)mf_bf16_bits(lo) | ((unsigned)mf_bf16_bits(hi) << 16);
 }
 
-#endif // MLP_FAST_TF32_CUH
+#endif // MLP_FAST_ROUND_CUH

@@ -1,6 +1,6 @@
 /*
-kernels/fast/planner.cuh: which tile configuration, and how many K splits, for a product of a given
-shape (mf_plan). Host code, included by kernels/fast/matmul_fast.cu.
+kernels/fast/matmul/planner.cuh: which tile configuration, and how many K splits, for a product of a given
+shape (mf_plan). Host code, included by kernels/fast/matmul/matmul_fast.cu.
 
 Why it matters: the trainer's products are small (a batch of 64 x 784 -> 128 is 6 MFLOP), so a
 fixed tile either leaves most of the GPU's multiprocessors idle (too few tiles) or runs many short
@@ -19,10 +19,10 @@ only where the caller gives scratch for the partial sums (the weight gradient).
 
 #include <stddef.h>
 
-#include "configs.cuh"      // the lists, mf_wg_smem_floats
-#include "epilogue.cuh"     // matmul_fast_splitk_reduce_kernel (what was compiled: mf_has_clusters)
-#include "matmul_fast.h"    // MatmulFastCfg, MatmulFastPlan
-#include "pipeline.cuh"     // mf_ceil_div
+#include "configs.cuh"    // the lists, mf_wg_smem_floats
+#include "epilogue.cuh"   // matmul_fast_splitk_reduce_kernel (what was compiled: mf_has_clusters)
+#include "matmul_fast.h"  // MatmulFastCfg, MatmulFastPlan
+#include "pipeline.cuh"   // mf_ceil_div
 
 // ----------------------------------------------------------------------------
 // the configurations of this build: the rows of configs.cuh's lists, each named by its tile
@@ -134,8 +134,8 @@ static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
 // shape, the cost model decides.
 // The FP32 rows are 3xTF32 configurations. The sweep's FP32 picks on the CUDA cores, each fastest
 // alone, had made the wide model's step slower: inside the step, the backward kernels of two streams
-// run side by side, and the cost model's smaller picks shared the SMs better; the 3xTF32 picks made
-// it faster (dev/NOTES.md).
+// run side by side, and the cost model's smaller picks shared the SMs better; the 3xTF32 picks make
+// it faster.
 // The trainer passes MF_TF32_EXACT for its forward products only (-x 1); the other MF_TF32_EXACT
 // rows are dev/cuda's version 11 picks (dev/cuda/matmul_forward.cu), the forward MF_TF32_ROUND rows version 10's.
 typedef struct { MfProduct prod; int M, N, K, tf32, cfg, splits; } MatmulFastTuned;
@@ -156,7 +156,7 @@ static const MatmulFastTuned mf_tuned[] = {
     // FP32 at batch 256 (3xTF32 configurations), from `matmul_forward sweep CSV wide fp32` on an H100,
     // but for the second layer's dW: alone, 64 x 64 tiles (22, 256 blocks) are its fastest, but in the
     // step it runs on the side stream beside dinp, the critical path, and with 128 x 128 tiles (21, 64
-    // blocks) it leaves dinp more of the SMs: the trainer's epoch is faster (dev/NOTES.md)
+    // blocks) it leaves dinp more of the SMs: the trainer's epoch is faster
     {MF_FWD, 256, 1024, 784, 0, 28, 2},
     {MF_DINP, 256, 784, 1024, 0, 21, 8},
     {MF_DWEIGHT, 1024, 784, 256, 0, 22, 1},
@@ -191,7 +191,7 @@ static const MatmulFastTuned mf_tuned[] = {
     // and FP32 there: 3xTF32 on the tensor cores (configurations 20 and 21: MF_TF32X3, kernels/fast/
     // matmul_fast.h), the same tiles as TF32's picks: the fastest FP32 configurations of
     // `matmul_forward sweep CSV big fp32` on an H100, level with cuBLAS's SGEMM or ahead of it, where
-    // FP32 on the CUDA cores was behind (dev/NOTES.md)
+    // FP32 on the CUDA cores is behind
     {MF_FWD, 1024, 4096, 784, 0, 20, 1},
     {MF_DINP, 1024, 784, 4096, 0, 21, 2},
     {MF_DWEIGHT, 4096, 784, 1024, 0, 21, 1},
@@ -220,7 +220,7 @@ static const MatmulFastTuned *mf_tuned_pick(MfProduct prod, int M, int N, int K,
 // 64 x 128 wgmma tile for the forward products on TF32 values) carried to products at least as large
 // as its own, which the table does not hold: wider layers, larger batches. The cost model, fitted to
 // the small tiles' timings, never picks these tiles, and on such shapes its picks ran at a fraction of
-// them (dev/NOTES.md). A product takes its precision's row here when its tiles make at least half a
+// them. A product takes its precision's row here when its tiles make at least half a
 // wave over the SMs, one K slice each, and K is at least MF_LARGE_MIN_K (the shortest measured: the
 // batch of 256 in a weight gradient; the cost model keeps shorter ones).
 typedef struct { MfProduct prod; int tf32, cfg; } MatmulFastLarge;

@@ -1,13 +1,13 @@
 /*
-kernels/fast/mma_bf16.cuh: the BF16 matmul on BF16 copies of its operands (-x 2's large products).
+kernels/fast/matmul/mma_bf16.cuh: the BF16 matmul on BF16 copies of its operands (-x 2's large products).
 
 What: C (M, N) = epilogue(A . B) on mma.sync.m16n8k16 (BF16 operands, FP32 sums), where A and B are
-arrays of BF16 values in memory, laid out as the FP32 operands of kernels/fast/matmul_fast.h (A_KC /
+arrays of BF16 values in memory, laid out as the FP32 operands of kernels/fast/matmul/matmul_fast.h (A_KC /
 B_KC: k-contiguous or not). The trainer keeps such copies next to the FP32 tensors with -x 2
 (train_mlp_fast.cu, model_forward_layers): each is written once, where its FP32 value is written (the
 BF16-operand kernels' epilogues, the head, the SGD step; a copy kernel elsewhere), rounded as
 mf_pack_bf16 rounds. This kernel leaves its output's copy to its launcher (a copy kernel after it).
-Why: the mma.sync kernel of kernels/fast/mma_tf32.cuh reads FP32 operands, and rounds and packs every
+Why: the mma.sync kernel of kernels/fast/matmul/mma_tf32.cuh reads FP32 operands, and rounds and packs every
 element as it enters a fragment register, once per warp that reads it; a d-contiguous tile is read
 element by element. On the big model's products it ran at about a sixth of the tensor cores' BF16
 rate. Here the tiles arrive as BF16 (half the bytes through L2 and shared memory), each fragment is
@@ -35,10 +35,10 @@ Sums run in a fixed order (no K split, no atomics): the same bits every run.
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "epilogue.cuh"   // mf_store_pair
-#include "mma_tf32.cuh"   // mf_mma_bf16
-#include "pdl.cuh"        // pdl_wait
-#include "pipeline.cuh"   // mf_cp_commit, mf_cp_wait, mf_prefetch
+#include "epilogue.cuh"    // mf_store_pair
+#include "mma_tf32.cuh"    // mf_mma_bf16
+#include "../ops/pdl.cuh"  // pdl_wait
+#include "pipeline.cuh"    // mf_cp_commit, mf_cp_wait, mf_prefetch
 
 // The configurations (ID, BM, BN, BK, WM, WN, ST, EFF, OCC): block tile BM x BN, K step BK, warps of
 // WM x WN, ST stages; EFF and OCC for the planner (matmul_fast_bf16.cu: blocks per SM it assumes, and
@@ -101,7 +101,7 @@ struct MfTileB16 {
 };
 
 // C (M, N) = epi(A . B) for the BM x BN tile of this block, the whole of K. A_KC: A is (M, K), else
-// (K, M); B_KC: B is (N, K), else (K, N) (the products' layouts, kernels/fast/matmul_fast.h).
+// (K, M); B_KC: B is (N, K), else (K, N) (the products' layouts, kernels/fast/matmul/matmul_fast.h).
 template <int BM, int BN, int BK, int WM, int WN, int ST, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 matmul_bf16_kernel(float* __restrict__ C, const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B,

@@ -1,11 +1,11 @@
 /*
-kernels/fast/configs.cuh: the tile configurations of the fast matmul kernels, in one list from which
-everything else is made: the planner's table (kernels/fast/planner.cuh) and the launch switch that
-instantiates the kernels (kernels/fast/launch.cuh). Adding a configuration is one line here.
+kernels/fast/matmul/configs.cuh: the tile configurations of the fast matmul kernels, in one list from which
+everything else is made: the planner's table (kernels/fast/matmul/planner.cuh) and the launch switch that
+instantiates the kernels (kernels/fast/matmul/launch.cuh). Adding a configuration is one line here.
 
-Each is a row of an X-macro list: MF_FP32_CONFIGS (kernels/fast/fp32_tiles.cuh), MF_MMA_CONFIGS
-(mma.sync, kernels/fast/mma_tf32.cuh), MF_3XTF32_CONFIGS (FP32 through the same mma.sync kernel)
-and MF_WGMMA_CONFIGS (wgmma, kernels/fast/wgmma_tf32.cuh):
+Each is a row of an X-macro list: MF_FP32_CONFIGS (kernels/fast/matmul/ffma.cuh), MF_MMA_CONFIGS
+(mma.sync, kernels/fast/matmul/mma_tf32.cuh), MF_3XTF32_CONFIGS (FP32 through the same mma.sync kernel)
+and MF_WGMMA_CONFIGS (wgmma, kernels/fast/matmul/wgmma_tf32.cuh):
     ID             the configuration's name in plans and in the tuned table (unique per precision:
                    the FP32 and 3xTF32 lists together, and the mma.sync and wgmma lists together)
     the tile       FP32: block BM x BN, K step BK, TM x TN per thread, ST pipeline stages;
@@ -15,7 +15,7 @@ and MF_WGMMA_CONFIGS (wgmma, kernels/fast/wgmma_tf32.cuh):
     BUILT          the products and precisions it is compiled for (MF_BUILT bits): a kernel is one
                    instantiation per product layout and precision, and compiling one costs seconds,
                    so the trainer's build compiles only what its planner can pick for what the
-                   trainer passes (kernels/fast/matmul_fast.h).
+                   trainer passes (kernels/fast/matmul/matmul_fast.h).
 
 These lists hold what the trainer's planner can pick: the cost model's candidates (EFF > 0) and the
 tuned table's entries for the products and precisions the trainer passes. dev/cuda adds the
@@ -66,7 +66,7 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
     X(19, 128, 256, 32, 64, 64, 3, 0.00f, 0.0f, 1,                                                    \
       MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND) | MF_BUILT_TRAINER_BF16)
 
-// FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul_fast.h): the mma.sync kernel's
+// FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul/matmul_fast.h): the mma.sync kernel's
 // tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the tuned
 // table (and for 20 and 21 the planner's large products, mf_large) picks them, for the big and the
 // wide model's products, where three TF32 products cost less than one FP32 product on the CUDA
@@ -120,7 +120,7 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 // ----------------------------------------------------------------------------
 // the shared memory a configuration needs
 
-// floats of one operand tile in shared memory (MfTile, kernels/fast/pipeline.cuh): a k-contiguous one
+// floats of one operand tile in shared memory (MfTile, kernels/fast/matmul/pipeline.cuh): a k-contiguous one
 // as S[d][k] with rows of BK + 4 floats, the other as S[k][d] with rows of BD + PADD (4 FP32, 8 TF32)
 __host__ __device__ constexpr int mf_tile_floats(int BD, int BK, bool KC, int PADD) {
     return KC ? BD * (BK + 4) : BK * (BD + PADD);
@@ -131,7 +131,7 @@ __host__ __device__ constexpr int mf_smem_floats(int BM, int BN, int BK, int ST,
     return ST * (mf_tile_floats(BM, BK, A_KC, PADD) + mf_tile_floats(BN, BK, B_KC, PADD)) > BM * BN
          ? ST * (mf_tile_floats(BM, BK, A_KC, PADD) + mf_tile_floats(BN, BK, B_KC, PADD)) : BM * BN;
 }
-// floats of the wgmma kernel's shared memory (kernels/fast/wgmma_tf32.cuh: k-major tiles, staging
+// floats of the wgmma kernel's shared memory (kernels/fast/matmul/wgmma_tf32.cuh: k-major tiles, staging
 // tiles, or the BM x BN partial tile of the cluster reduction if that is larger), + 1024 bytes for
 // the alignment
 __host__ __device__ constexpr int mf_wg_smem_floats(int WGS, int NB, int ST, bool A_KC, bool B_KC) {

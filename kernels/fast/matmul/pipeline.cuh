@@ -1,11 +1,11 @@
 /*
-kernels/fast/pipeline.cuh: how the fast matmul kernels feed their operand tiles from global to shared
+kernels/fast/matmul/pipeline.cuh: how the fast matmul kernels feed their operand tiles from global to shared
 memory, overlapped with the arithmetic: asynchronous copies (cp.async, sm_80+) through a ring of
 shared-memory stages. All the kernels of kernels/fast/ (FP32 tiles, mma.sync, wgmma) and dev/cuda's
 experiments build on it.
 
 The generic product: C(M, N) = sum_k A(m, k) B(k, n), each operand either k-contiguous ("KC": A is
-(M, K) row-major, B is (N, K)) or d-contiguous (A is (K, M), B is (K, N)); kernels/fast/matmul_fast.h
+(M, K) row-major, B is (N, K)) or d-contiguous (A is (K, M), B is (K, N)); kernels/fast/matmul/matmul_fast.h
 says which layout each product of a linear layer is.
 
 Why: a tile that is copied while the previous one is multiplied costs no waiting. While tile t is
@@ -108,7 +108,7 @@ struct MfTile {
     // global addresses BK rows apart. Worked out afresh for each tile (load(), below), the row offset
     // k * ld costs a 64-bit multiply per copy. A k-contiguous operand keeps load(): its row offset
     // d * ld stays the same from tile to tile, and holding 64-bit offsets per chunk for it too costs
-    // those kernels registers, and more time than it saves (dev/NOTES.md).
+    // those kernels registers, and more time than it saves.
     static constexpr bool PRE = !KC;   // use chunks() and load_vec() (only then)
     struct Chunks {
         size_t off[NV];   // the chunk's element offset in X in the first tile
@@ -165,16 +165,6 @@ struct MfTile {
 };
 
 
-// dev/fused_profile.cu's question "what bounds the mainloop" (timing only: the results are wrong):
-// built with -DMF_SKIP_LOAD=1 the mainloops copy no operand tiles (the products run on whatever shared
-// memory holds), with -DMF_SKIP_MMA=1 they copy them and compute nothing
-#ifndef MF_SKIP_LOAD
-#define MF_SKIP_LOAD 0
-#endif
-#ifndef MF_SKIP_MMA
-#define MF_SKIP_MMA 0
-#endif
-
 #ifdef MF_PROF_LOOP
 // dev/fused_profile.cu's tile profile only (built with -DMF_PROF_LOOP): the cycles thread 0 of each
 // block spends in mf_mainloop waiting for its tiles (and the other warps), and for its first tile
@@ -196,8 +186,8 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
     typename TB::Chunks cb;
     // Worked out with or without vec (only load_vec uses them): computed only under `if (vec)`, they
     // were miscompiled by nvcc 13.0, which reused their shared-memory offsets, never set, in load()'s
-    // copies of odd shapes too (wrong results; compute-sanitizer racecheck saw every thread of a row
-    // copy to one address: dev/NOTES.md).
+    // copies of odd shapes too (wrong results; compute-sanitizer's racecheck sees every thread of a row
+    // copy to one address).
     if constexpr (TA::PRE) TA::chunks(ca, M, lda, m0, kbeg, tid);
     if constexpr (TB::PRE) TB::chunks(cb, N, ldb, n0, kbeg, tid);
     const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
@@ -208,7 +198,7 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
         if (TB::PRE && vec) TB::load_vec(sbase + (unsigned)(s * STAGE + TA::FLOATS) * 4u, cb, B, ldb, t, kend);
         else TB::load(smem + s * STAGE + TA::FLOATS, B, N, ldb, n0, kbeg + t * BK, kend, tid, vec);
     };
-    if (!MF_SKIP_LOAD) mf_prefetch<ST - 1>(ntiles, load_tile);
+    mf_prefetch<ST - 1>(ntiles, load_tile);
     for (int t = 0; t < ntiles; t++) {
 #ifdef MF_PROF_LOOP
         const long long pw = clock64();
@@ -222,10 +212,10 @@ __device__ __forceinline__ void mf_mainloop(float* smem, const float* __restrict
             if (t == 0) mf_prof_first[blockIdx.x] += d;
         }
 #endif
-        if (!MF_SKIP_LOAD && t + ST - 1 < ntiles) load_tile(t + ST - 1);
+        if (t + ST - 1 < ntiles) load_tile(t + ST - 1);
         mf_cp_commit();
         const float* st = smem + (t % ST) * STAGE;
-        if (!MF_SKIP_MMA) compute(st, st + TA::FLOATS);
+        compute(st, st + TA::FLOATS);
     }
     mf_cp_wait<0>();
     __syncthreads();   // the shared memory may be reused (cluster reduction)

@@ -1,12 +1,12 @@
 /*
-kernels/fast/dbias.cuh: the bias gradient as a tiled column sum, with the bias's SGD step fused in.
+kernels/fast/ops/dbias.cuh: the bias gradient as a tiled column sum, with the bias's SGD step fused in.
 Simple twin: matmul_backward_dbias_kernel (kernels/matmul.cuh); CPU twin: matmul_backward_cpu's dbias.
 */
 #ifndef MLP_FAST_DBIAS_CUH
 #define MLP_FAST_DBIAS_CUH
 
-#include "../common.cuh"
-#include "../sgd.cuh"  // sgd_one
+#include "../../common.cuh"
+#include "../../sgd.cuh"     // sgd_one
 
 // The fast bias gradient: the same column sum, spread over a (32 x 32) block per 32 columns.
 // Thread (x, y) sums rows y, y + 32, ... of column x; then the 32 partial sums of a column
@@ -17,7 +17,7 @@ Simple twin: matmul_backward_dbias_kernel (kernels/matmul.cuh); CPU twin: matmul
 // With param != NULL, the SGD step of the bias is fused in: the thread that writes dbias[o]
 // also updates param[o] and mbuf[o] (kernels/sgd.cuh).
 // The body, for columns o0 .. o0 + 31 and thread (x, y) of the block; every thread of the block
-// calls it (it synchronises the block). kernels/fast/head.cuh calls it too.
+// calls it (it synchronises the block). kernels/fast/ops/head.cuh calls it too.
 __device__ void dbias_tile(float *dbias, const float *dout, int B, int OUT, int o0, int x, int y, float *param,
                            float *mbuf, float lr, float mu, float wd) {
     __shared__ float partial[DBIAS_TILE][DBIAS_TILE + 1];  // +1: no bank conflicts on the column walk

@@ -1,6 +1,6 @@
 /*
-kernels/fast/transpose_fast.cuh: the K-major TF32 copies -x 1's large products read
-(kernels/fast/matmul_fast.h, matmul_fast_tf32k_run): a matrix transposed and rounded to TF32, and,
+kernels/fast/ops/transpose.cuh: the K-major TF32 copies -x 1's large products read
+(kernels/fast/matmul/matmul_fast.h, matmul_fast_tf32k_run): a matrix transposed and rounded to TF32, and,
 where asked, the same matrix rounded in its own layout. CPU twin: the loops in test_mlp.cu's
 test_matmul_tf32k (round_tf32 of each element, at its transposed place).
 How: a block moves a 32 x 32 tile through shared memory. Its warps read the tile's rows (128
@@ -10,8 +10,8 @@ padded by one float, so a warp reading a column of it hits 32 different banks.
 #ifndef MLP_FAST_TRANSPOSE_CUH
 #define MLP_FAST_TRANSPOSE_CUH
 
-#include "../common.cuh"
-#include "tf32.cuh"   // round_tf32
+#include "../../common.cuh"
+#include "round.cuh"         // round_tf32
 
 // dst (C, R) = round_tf32(src (R, C))^T; same: NULL, or (R, C) = round_tf32(src). A block is 32 x 8
 // threads over a 32 x 32 tile, each thread 4 rows of it.

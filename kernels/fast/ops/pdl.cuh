@@ -1,11 +1,11 @@
 /*
-kernels/fast/pdl.cuh: programmatic dependent launch, the fast tier's way to hide the gap between
+kernels/fast/ops/pdl.cuh: programmatic dependent launch, the fast tier's way to hide the gap between
 two kernels of one stream.
 */
 #ifndef MLP_FAST_PDL_CUH
 #define MLP_FAST_PDL_CUH
 
-#include "../common.cuh"
+#include "../../common.cuh"
 
 // Programmatic dependent launch (PDL, sm_90 and later). Normally a kernel starts only after the
 // previous kernel in its stream has finished and its writes are flushed: the GPU sits idle for
@@ -15,18 +15,18 @@ two kernels of one stream.
 // and writes nothing before pdl_wait(); here every PDL kernel calls it first thing. In a kernel
 // launched without PDL it does nothing, so the same kernels serve every path.
 // (A kernel may also let its dependents launch earlier, with griddepcontrol.launch_dependents at
-// its start. On the wide model's step that was slower (dev/NOTES.md): the early blocks sit on SM
+// its start. That makes the wide model's step slower: the early blocks sit on SM
 // slots while they wait, slots that the kernels of the backward pass's other streams need. So the
 // dependents launch as the blocks exit.)
-// launch_pdl() uses it only where the GPU and the compiled code support it, pdl_allowed is set,
-// and the environment has no MLP_PDL=0 (for measuring what it buys). The launchers that use it
+// launch_pdl() uses it only where the GPU and the compiled code support it and pdl_allowed is set
+// (dev/cuda/softmax_xent.cu clears it, to time the kernels without it). The launchers that use it
 // say so, and the caller keeps two rules:
 //   - the previous operation in the stream is a kernel (not a wait for another stream's event);
 //   - no event that another stream waits on is recorded between that kernel and this one. To start
 //     the PDL kernel early the stream has to pass the event early, and whether the event then still
 //     waits for the previous kernel's writes is not something the programming guide promises.
 // The fast trainer uses PDL in the forward pass, the fused softmax and the fused head
-// (kernels/fast/head.cuh); the backward pass records events between all its kernels
+// (kernels/fast/ops/head.cuh); the backward pass records events between all its kernels
 // (train_mlp_fast.cu model_backward_update). One event sits before a PDL kernel: ev_step, before a
 // step's first forward kernel, in train_mlp_fast.cu's train_steps, which only runs inside a graph
 // capture. There an event is no object that is passed at run time: the kernel that waits for it
@@ -52,8 +52,7 @@ static inline int pdl_available(void) {
         cudaCheck(cudaGetDevice(&dev));
         cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
         cudaCheck(cudaFuncGetAttributes(&fa, pdl_probe_kernel));
-        const char *env = getenv("MLP_PDL");
-        available = major >= 9 && fa.ptxVersion >= 90 && fa.binaryVersion >= 90 && !(env && strcmp(env, "0") == 0);
+        available = major >= 9 && fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
     }
     return available && pdl_allowed;
 }

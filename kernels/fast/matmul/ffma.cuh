@@ -1,8 +1,8 @@
 /*
-kernels/fast/fp32_tiles.cuh: the FP32 matmul kernel, on the CUDA cores (FFMA), with register tiles.
+kernels/fast/matmul/ffma.cuh: the FP32 matmul kernel, on the CUDA cores (FFMA), with register tiles.
 
 What: a block computes a BM x BN tile of C(M, N) = A . B; its operand tiles come through the
-cp.async pipeline (kernels/fast/pipeline.cuh) BK k at a time; each of its threads owns a TM x TN
+cp.async pipeline (kernels/fast/matmul/pipeline.cuh) BK k at a time; each of its threads owns a TM x TN
 block of the tile and keeps it in registers (acc). Per 4 k, a thread reads from a k-contiguous tile
 one float4 per row, from the other one float4 of 4 rows per k, and does 4 * TM * TN FFMAs.
 Why: the naive kernel (kernels/matmul.cuh) loads two floats from memory per multiply-add. Here an
@@ -13,12 +13,12 @@ A thread's rows: from a k-contiguous A, ty + i * (BM/TM) (a quarter-warp reads 8
 whose padded starts fall in 8 different bank groups); from a d-contiguous A, float4 groups
 ty*4 + {0..3} + g * (BM*4/TM) (a warp reads neighbouring float4s). Columns likewise with tx.
 */
-#ifndef MLP_FAST_FP32_TILES_CUH
-#define MLP_FAST_FP32_TILES_CUH
+#ifndef MLP_FAST_FFMA_CUH
+#define MLP_FAST_FFMA_CUH
 
-#include "epilogue.cuh"  // mf_epilogue, mf_epi_identity, mf_cluster_reduce, MF_SPLIT_*
-#include "pdl.cuh"       // pdl_wait
-#include "pipeline.cuh"  // MfTile, mf_mainloop, mf_smem_floats
+#include "epilogue.cuh"    // mf_epilogue, mf_epi_identity, mf_cluster_reduce, MF_SPLIT_*
+#include "../ops/pdl.cuh"  // pdl_wait
+#include "pipeline.cuh"    // MfTile, mf_mainloop, mf_smem_floats
 
 // C (M, N) = epilogue(A . B). Block tile BM x BN, K in steps of BK through ST stages, each thread a
 // TM x TN register block. A_KC: A is (M, K) row-major, else (K, M). B_KC: B is (N, K) row-major, else
@@ -133,4 +133,4 @@ matmul_fast_fp32_kernel(float* __restrict__ C, const float* __restrict__ A, cons
     #undef MF_COL
 }
 
-#endif  // MLP_FAST_FP32_TILES_CUH
+#endif  // MLP_FAST_FFMA_CUH

@@ -1,6 +1,6 @@
 /*
-kernels/fast/matmul_fast_dweight.cu: the kernels of the dweight product, one per tile configuration
-and precision that kernels/fast/configs.cuh builds for it:
+kernels/fast/matmul/launch_dweight.cu: the kernels of the dweight product, one per tile configuration
+and precision that kernels/fast/matmul/configs.cuh builds for it:
     dweight(OUT,IN) = dout(B,OUT)^T . inp(B,IN), "TN": A (K, M), B (K, N)
 One file per product, so that the three compile in parallel (make -j).
 */

@@ -1,8 +1,8 @@
 /*
-kernels/fast/epilogue.cuh: what the fast matmul kernels do with a sum once it is complete, and how the
+kernels/fast/matmul/epilogue.cuh: what the fast matmul kernels do with a sum once it is complete, and how the
 K slices of a split product are added up.
 
-Epilogues (MatmulFastEpi, kernels/fast/matmul_fast.h), fused into the matmul so that its output makes
+Epilogues (MatmulFastEpi, kernels/fast/matmul/matmul_fast.h), fused into the matmul so that its output makes
 no second trip through memory:
     MF_EPI_FORWARD  out = act(sum + bias), stored rounded to TF32 when round_out
     MF_EPI_DINP     dinp = sum * act'(y), y the layer's input activation (kernels/activation.cuh)
@@ -25,10 +25,11 @@ a block per slice and tile (blockIdx.z the slice), and the partial tiles are add
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-#include "matmul_fast.h"   // MatmulFastEpi, MF_EPI_*
-#include "../activation.cuh"  // activation_apply, activation_grad_from_output, ACT_NONE
-#include "../sgd.cuh"         // sgd_one, sgd_four
-#include "tf32.cuh"        // round_tf32, mf_bf16_bits
+#include "matmul_fast.h"         // MatmulFastEpi, MF_EPI_*
+#include "../../activation.cuh"  // activation_apply, activation_grad_from_output, ACT_NONE
+#include "../../sgd.cuh"         // sgd_one
+#include "../ops/float4.cuh"     // sgd_four, activation_grad_times4
+#include "../ops/round.cuh"      // round_tf32, mf_bf16_bits
 
 // The float4 SGD epilogues' step (the deep fused step's weight-gradient tiles, fused_deep.cuh's fd_tile,
 // and the K-major TF32 kernels', wgmma_bf16.cuh's mf_wg_tf32_store4): W's float4 at i, from its values w
@@ -113,7 +114,7 @@ __device__ __forceinline__ void mf_store_pair(float* Cz, float v0, float v1, int
 // Outputs (m, n .. n + 3), their sums v and the epilogue's loads in (mf_epi_load), through the epilogue
 // into C, those in range: one 16-byte store when vec (N % 4 == 0, C 16-byte aligned: the four are in
 // range together), else one at a time. out_bf16: NULL, or (M, N) where each output is stored again,
-// rounded to BF16 (-x 2's copies of the next products' operands: kernels/fast/wgmma_bf16.cuh). For an
+// rounded to BF16 (-x 2's copies of the next products' operands: kernels/fast/matmul/wgmma_kmajor.cuh). For an
 // epilogue that takes a float4 of a row at a time from a tile in shared memory, as the wgmma BF16
 // kernel's does (the cluster reduction below does the same with its own copy of these lines).
 __device__ __forceinline__ void mf_epi_store4(float* C, float4 v, const MfEpiIn (&in)[4], int m, int n, int N, bool vec,

@@ -1,6 +1,6 @@
 /*
-kernels/fast/matmul_fast_dinp.cu: the kernels of the dinp product, one per tile configuration
-and precision that kernels/fast/configs.cuh builds for it:
+kernels/fast/matmul/launch_dinp.cu: the kernels of the dinp product, one per tile configuration
+and precision that kernels/fast/matmul/configs.cuh builds for it:
     dinp(B,IN) = (dout(B,OUT) . weight(OUT,IN)) * act'(y), "NN": A (M, K), B (K, N)
 One file per product, so that the three compile in parallel (make -j).
 */

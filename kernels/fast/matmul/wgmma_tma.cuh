@@ -1,10 +1,10 @@
 /*
-kernels/fast/wgmma_tma.cuh: -x 1's K-major TF32 product (the job of matmul_wgmma_ops_kernel with T =
-float, kernels/fast/wgmma_bf16.cuh) with its operand tiles brought by the Tensor Memory Accelerator,
+kernels/fast/matmul/wgmma_tma.cuh: -x 1's K-major TF32 product (the job of matmul_wgmma_ops_kernel with T =
+float, kernels/fast/matmul/wgmma_kmajor.cuh) with its operand tiles brought by the Tensor Memory Accelerator,
 two blocks of a thread-block cluster sharing the B tile (sm_90a; built where MF_WGMMA is defined).
 Why: on the big model's products (1024 x 4096 x 4096 and the like) that kernel's 128 x 256 tiles read
 their operands from L2 at about 5.8 TB/s, L2's limit: every block reads its own A and B tiles, and
-the blocks of one column of tiles read the same B tile again and again (dev/NOTES.md). Here the two
+the blocks of one column of tiles read the same B tile again and again. Here the two
 blocks of a cluster take two tiles one above the other, which share B: each block's copy engine
 brings half of B into both blocks' shared memory at once (multicast), so a block reads 128 rows of A
 and 128 of B per k-step where it read 128 and 256: a third less L2 traffic for the same products.
@@ -20,8 +20,8 @@ The pipeline: ST stages, each with two mbarriers (shared-memory barriers that al
             of B goes to both).
 A barrier completes in phases; a wait names the parity of the phase it waits for: k-tile t uses
 stage t % ST in its (t / ST)-th phase.
--x 1's default for all three of the big model's products (matmul_fast_bf16.cu, configuration 4): the
-fastest of the configurations in the trainer (dev/NOTES.md).
+-x 1's default for all three of the big model's products (kmajor_tf32.cu, configuration 4): the
+fastest of the configurations in the trainer (doc/fast.md).
 */
 #ifndef MLP_FAST_WGMMA_TMA_CUH
 #define MLP_FAST_WGMMA_TMA_CUH
@@ -30,11 +30,11 @@ fastest of the configurations in the trainer (dev/NOTES.md).
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <stdio.h>
 #include <stdlib.h>
-#include "wgmma_bf16.cuh"   // mf_wgmma_tf32_n256, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
+#include "wgmma_kmajor.cuh"  // mf_wgmma_tf32_n256, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
 
 #if defined(MF_WGMMA)
 // d (64 x 32 of the warpgroup, 16 a thread) += A (64 x 8) . B (32 x 8)^T, TF32 values, K-major
-// descriptors: the narrow tiles of the deep fused step's forward phases (kernels/fast/fused_deep.cuh)
+// descriptors: the narrow tiles of the deep fused step's forward phases (kernels/fast/fused/fused_deep.cuh)
 // and dev/cuda/phase_tma.cu
 __device__ __forceinline__ void mf_wgmma_tf32_n32(float* d, uint64_t da, uint64_t db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -53,7 +53,7 @@ __device__ __forceinline__ void mf_wgmma_tf32_n32_rs(float* d, const uint32_t* a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 // the same, 64 x 64 (32 a thread: those of two 64 x 32 products side by side, columns 32 j .. 32 j + 31
-// in d[16 j] .. d[16 j + 15]): the deep fused step's split-K tiles (kernels/fast/fused_deep.cuh)
+// in d[16 j] .. d[16 j + 15]): the deep fused step's split-K tiles (kernels/fast/fused/fused_deep.cuh)
 __device__ __forceinline__ void mf_wgmma_tf32_n64_rs(float* d, const uint32_t* a, uint64_t db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" MF_WG_REGS32 "}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
@@ -84,7 +84,7 @@ __device__ __forceinline__ void mf_mbar_expect_tx(unsigned bar, unsigned bytes) 
 // refills the stage are the wgmma's reads of it, which wgmma.wait_group has waited for; release at the
 // cluster's scope (a fence: this thread's earlier accesses made visible to the whole cluster) put that
 // fence on the products' critical path once a k-tile, and made the kernel slower than the one without
-// the TMA (dev/cuda/phase_tma.cu, dev/NOTES.md).
+// the TMA (dev/cuda/phase_tma.cu times both).
 __device__ __forceinline__ void mf_mbar_arrive_cluster(unsigned bar, unsigned cta) {
     asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
                  "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" :: "r"(bar), "r"(cta) : "memory");

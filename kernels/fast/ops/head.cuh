@@ -1,5 +1,5 @@
 /*
-kernels/fast/head.cuh: the classifier head of a training step in one kernel.
+kernels/fast/ops/head.cuh: the classifier head of a training step in one kernel.
 CPU twins: matmul_forward_cpu, softmax_xent_forward_backward_cpu, matmul_backward_cpu's dinp and
 the activation's _backward_cpu, one after the other (train_mlp_cpu.c); test_mlp compares the
 logits, the loss and every gradient after each step.
@@ -22,9 +22,8 @@ rows from start to end:
   2. one thread per row computes the loss and dlogits with softmax_xent_row (softmax_xent.cuh),
      the function every softmax path here uses;
   3. each thread the dh of every row at its k of step 1, W's values there loaded once for them.
-Every sum runs in a fixed order: the results are the same bits on every run. (A first version
-gave each row one warp that walked its k alone: many times slower, because each warp waited for
-one round of loads after another: dev/NOTES.md.)
+Every sum runs in a fixed order: the results are the same bits on every run. (Not a warp a row
+walking its k alone: each warp would wait for one round of loads after another.)
 
 The mean loss over the batch, and moving the device step counter on (softmax_xent.cuh), need all
 rows: head_batch_sums_kernel does them after this kernel, with the last layer's bias gradient,
@@ -33,17 +32,18 @@ a matmul, on the side stream.
 Limits: C <= HEAD_MAX_C (the trainer falls back to the three kernels above it). Any B and IN; IN
 a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 */
-#ifndef MLP_HEAD_CUH
-#define MLP_HEAD_CUH
+#ifndef MLP_FAST_HEAD_CUH
+#define MLP_FAST_HEAD_CUH
 
 #include <cuda_bf16.h>
 #include <stdint.h>
-#include "../activation.cuh"    // activation_grad_from_output, activation_grad_times4
-#include "../common.cuh"        // cudaCheck
-#include "../softmax_xent.cuh"  // softmax_xent_row, block_sum_fixed_order, LOSS_THREADS
-#include "dbias.cuh"            // dbias_tile, DBIAS_TILE
-#include "pdl.cuh"              // pdl_wait, launch_pdl
-#include "tf32.cuh"             // mf_bf16_bits, round_tf32, mf_round_tf32
+#include "../../activation.cuh"    // activation_grad_from_output
+#include "../../common.cuh"        // cudaCheck
+#include "../../softmax_xent.cuh"  // softmax_xent_row, block_sum_fixed_order, LOSS_THREADS
+#include "dbias.cuh"               // dbias_tile, DBIAS_TILE
+#include "float4.cuh"              // activation_grad_times4
+#include "pdl.cuh"                 // pdl_wait, launch_pdl
+#include "round.cuh"               // mf_bf16_bits, round_tf32, mf_round_tf32
 
 #define HEAD_MAX_C 32     // classes the fused head takes (each thread keeps HEAD_ROWS x MAXC partial sums)
 #define HEAD_ROWS 2       // rows per block: B = 256 gives 128 blocks, about one per SM
@@ -59,7 +59,7 @@ __device__ __forceinline__ float4 head_fma4(float d, float4 w, float4 s) {
 // aligned rows). head_kernel runs one group of rows a block (the fused steps have heads of their own:
 // fused_step.cuh, fused_deep.cuh's fd_head_job).
 // dh_bf16: NULL, or (B, IN) where dh is stored again, rounded to BF16 (-x 2's copy of the operand the
-// next products read: kernels/fast/mma_bf16.cuh); dh_tf32 likewise, rounded to TF32 (-x 1's for the
+// next products read: kernels/fast/matmul/mma_bf16.cuh); dh_tf32 likewise, rounded to TF32 (-x 1's for the
 // K-major kernel: train_mlp_fast.cu, model_tf32k).
 template <int MAXC>
 __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits, float *dh, float *losses,
@@ -240,4 +240,4 @@ static inline void head_batch_sums(float *dbias, const float *dlogits, int B, in
     cudaCheck(cudaGetLastError());
 }
 
-#endif // MLP_HEAD_CUH
+#endif // MLP_FAST_HEAD_CUH
