@@ -130,10 +130,11 @@ else
   GENCODE_FAST := $(GENCODE_SIMPLE)
 endif
 NVCC_HOSTFLAGS := -I$(STB_INCLUDE) -Xcompiler "$(filter -fopenmp%,$(CFLAGS)) -Wall -Wno-unused-function -Wno-format-truncation"
+# (-lpthread: run/job.h's watcher thread, in train_mlp_fast and what includes it)
 ifeq ($(HAVE_OMP),1)
-  CUDA_LDLIBS = $(LDLIBS) -lgomp
+  CUDA_LDLIBS = $(LDLIBS) -lgomp -lpthread
 else
-  CUDA_LDLIBS = $(LDLIBS)
+  CUDA_LDLIBS = $(LDLIBS) -lpthread
 endif
 
 # the banner, once per make (not again in the make that `make run` starts)

@@ -50,6 +50,7 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "common/mlp.h"                       // ACT_*, MAX_LAYERS, param_layout
 #include "common/rng.h"                       // the epoch shuffle: the same one the CPU trainer draws
 #include "run/run.h"                          // -r and -c: resuming and checkpoints; Ctrl-C
+#include "run/job.h"                          // several GPUs: the ranks of a job, one process each
 #include "run/train.h"                        // loading the data, the epoch's steps, the settings box
 #include "run/use.h"                          // -e, -p, -i: using a trained model
 #include "common/utils.h"                     // checked host allocation and I/O
@@ -69,7 +70,6 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #if defined(MLP_NCCL) && !defined(TESTING)
 #include <dlfcn.h>                       // -g: NCCL is loaded when asked for (nccl_load)
 #include <nccl.h>                        // -g: the all-reduce of the gradients over the GPUs (its types)
-#include <pthread.h>                     // -g: a host thread per GPU
 #endif
 
 #define FAST_EVAL_BATCH 1024       // evaluation runs the test set in batches of this many rows (or B if larger)
@@ -887,15 +887,21 @@ static void forward_logits(void *model, const float *x, int n, float *logits) {
 }
 
 // ----------------------------------------------------------------------------
-// -g N: data-parallel training on N GPUs through NCCL
+// several GPUs: data-parallel training through NCCL, one process per GPU
 //
-// One process, one host thread per GPU (the main thread is rank 0), each with its own copy of the
-// model, the training set and the step counter. Every rank draws the same epoch permutations from
-// the same seed, so the global batches come in the one-GPU order; rank r takes its share of each,
-// rows [first, first + rows) (dp_share). Rank 0 draws the initial weights (or loads -r's checkpoint)
-// and broadcasts them and the momentum; from then on every rank takes the same SGD steps on the same
-// summed gradient, so the parameters stay the same on all of them, and rank 0 alone evaluates,
-// logs and writes checkpoints.
+// Each rank is a process with one GPU. torchrun, mpirun or srun start them (one per GPU, on one
+// machine or several), or -g N starts N of them on this machine (job_spawn, in main). They meet
+// through run/job.h: the launcher's environment says which rank this is and where rank 0 listens;
+// its TCP bootstrap hands rank 0's NCCL id and the run's place (a resumed run's epoch, step and
+// shuffle) to the others; its sockets then watch that every rank is alive, and carry the vote
+// that stops them all at the same step.
+//
+// Every rank loads the data and draws the same epoch permutations from the same seed, so the
+// global batches come in the one-GPU order; rank r takes its share of each, rows [first, first +
+// rows) (dp_share). Rank 0 draws the initial weights (or loads -r's checkpoint) and broadcasts
+// them and the momentum; from then on every rank takes the same SGD steps on the same summed
+// gradient, so the parameters stay the same on all of them. Rank 0 alone prints, logs,
+// evaluates and writes checkpoints; the others print only their errors.
 //
 // A step on each rank: its rows' forward pass and loss, with dlogits divided by the GLOBAL batch
 // (model_forward_loss's norm), so that the gradients of the ranks' shares add up to the global
@@ -906,22 +912,30 @@ static void forward_logits(void *model, const float *x, int n, float *logits) {
 // layer's W and b, which lie next to each other in the flat buffers). The fused SGD of the one-GPU
 // path is off here: the step must come after the all-reduce.
 //
-// The batch: -b must be a multiple of N (each rank takes -b/N rows). The last step of an epoch
-// may be short (the training set need not divide by -b): its rows are split as evenly as possible,
-// the first (rows % N) ranks taking one more, and the loss is still divided by that step's global
-// rows; each rank needs at least one row of it (checked at the start).
+// The batch: -b must be a multiple of the ranks (each takes -b/N rows). The last step of an epoch
+// may be short: its rows are split as evenly as possible, the first (rows % N) ranks taking one
+// more, and the loss is still divided by that step's global rows; each rank needs at least one
+// row of it (checked at the start).
 //
-// CUDA graphs are off under -g (the steps are launched from the host, as -f 0 does): capturing
-// NCCL calls is possible, but the first version is kept the simple one. Each log line's losses
-// are summed over the ranks by one more all-reduce (each rank's step loss is its rows' share of
-// the mean). At each log line and after each epoch the ranks meet at a barrier: rank 0 logs,
-// evaluates and checkpoints while the others wait there (not inside a CUDA or NCCL call), so that
-// when rank 0 ends the process (a diverging run, Ctrl-C, a failed checkpoint) nothing is in flight.
+// The steps are launched from the host, as -f 0 does (no graphs yet). Each log line's losses are
+// summed over the ranks by one more all-reduce, and the ranks vote on stopping (job_agree): a
+// Ctrl-C, SIGTERM or SIGHUP that reached any rank stops every rank after the same step, rank 0
+// writes the checkpoint, and the others wait for it at their exit. A rank that ends with an
+// error, or dies, ends the others within run/job.h's liveness timeout, each with a line naming it.
+
+// -b must divide among the ranks; else 1 and the message in msg
+static int batch_share_error(char *msg, size_t n, int B, int ranks) {
+    if (B % ranks == 0) return 0;
+    snprintf(msg, n, "-b %d does not divide among %d ranks (each takes -b/N rows of every batch); give a -b that is a "
+             "multiple of %d", B, ranks, ranks);
+    return 1;
+}
+
 #ifdef MLP_NCCL
 
-// NCCL is not linked but loaded (dlopen) when -g asks for it, so that the trainer without -g never
-// needs the library: first the one make found (MLP_NCCL_LIB), then the loader's usual places. These
-// are the functions -g calls, with nccl.h's own types.
+// NCCL is not linked but loaded (dlopen) when a run of several ranks asks for it, so that the
+// trainer on one GPU never needs the library: first the one make found (MLP_NCCL_LIB), then the
+// loader's usual places. These are the functions the ranks call, with nccl.h's own types.
 #ifndef MLP_NCCL_LIB
 #define MLP_NCCL_LIB "libnccl.so.2"
 #endif
@@ -929,7 +943,8 @@ static struct {
     decltype(&::ncclGetVersion) GetVersion;
     decltype(&::ncclGetErrorString) GetErrorString;
     decltype(&::ncclGetLastError) GetLastError;  // (NCCL 2.13 on; NULL before)
-    decltype(&::ncclCommInitAll) CommInitAll;
+    decltype(&::ncclGetUniqueId) GetUniqueId;
+    decltype(&::ncclCommInitRank) CommInitRank;
     decltype(&::ncclCommDestroy) CommDestroy;
     decltype(&::ncclCommAbort) CommAbort;
     decltype(&::ncclGroupStart) GroupStart;
@@ -943,15 +958,16 @@ static void nccl_load(void) {
     void *lib = NULL;
     for (int i = 0; i < 3 && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
-        die("LD_LIBRARY_PATH=the directory of libnccl.so.2, or leave -g out (one GPU)", "-g: cannot load NCCL (%s): %s",
+        die("LD_LIBRARY_PATH=the directory of libnccl.so.2, or one GPU (no -g)", "cannot load NCCL (%s): %s",
             MLP_NCCL_LIB, dlerror());
 #define NCCL_FN(field, name, required)                                                                \
     *(void **)&nccl.field = dlsym(lib, name);                                                           \
-    if (!nccl.field && (required)) die("a newer NCCL", "-g: the NCCL library loaded has no %s", name)
+    if (!nccl.field && (required)) die("a newer NCCL", "the NCCL library loaded has no %s", name)
     NCCL_FN(GetVersion, "ncclGetVersion", 1);
     NCCL_FN(GetErrorString, "ncclGetErrorString", 1);
     NCCL_FN(GetLastError, "ncclGetLastError", 0);
-    NCCL_FN(CommInitAll, "ncclCommInitAll", 1);
+    NCCL_FN(GetUniqueId, "ncclGetUniqueId", 1);
+    NCCL_FN(CommInitRank, "ncclCommInitRank", 1);
     NCCL_FN(CommDestroy, "ncclCommDestroy", 1);
     NCCL_FN(CommAbort, "ncclCommAbort", 1);
     NCCL_FN(GroupStart, "ncclGroupStart", 1);
@@ -970,12 +986,10 @@ static void nccl_check_at(ncclResult_t res, const char *file, int line) {
     exit(EXIT_RUNTIME);
 }
 
-struct DpRun;
-
-// one rank: its GPU (device number = rank), its NCCL communicator, its copy of the model and data
+// this process's rank: its job, its NCCL communicator, its copy of the model and data
 typedef struct {
-    int rank;
-    struct DpRun *dp;
+    Job *job;
+    const Config *cfg;
     ncclComm_t comm;
     fast::Model model;
     DeviceData train;
@@ -983,27 +997,18 @@ typedef struct {
     cudaStream_t comm_stream;  // every NCCL call of this rank, and the SGD steps after the all-reduces
     cudaEvent_t ev_dw[MAX_LAYERS], ev_db[MAX_LAYERS];  // layer l's weight / bias gradient written
     cudaEvent_t ev_ready, ev_comm_done, ev_log, epoch_start, epoch_end;
-    int *perm_host;            // (n train) this epoch's permutation, drawn on the host
-    Rng shuffle;               // ranks 1..N-1: a copy of rank 0's shuffle generator
 } Rank;
 
-// what the ranks share; the Run, the log and the evaluation sets are rank 0's
-typedef struct DpRun {
-    int gpus;
-    const Config *cfg;
-    EpochPlan plan;
-    Run *run;
-    RunLog *log;
-    pthread_barrier_t barrier;
-    DeviceData *val, *test;
-    fast::EvalBuffers *eval;
-    double train_seconds, loss, acc;
-    int epochs_run;
-} DpRun;
+// where a run starts, rank 0's (run_start) for the others: a resumed run's epoch, step and shuffle
+typedef struct {
+    int first_epoch, first_step;
+    uint64_t steps_total;
+    Rng shuffle;
+} RankStart;
 
-// rank r's share of a global batch of gbs rows: rows [*first, *first + return value)
-static int dp_share(int gbs, int gpus, int r, int *first) {
-    const int base = gbs / gpus, extra = gbs % gpus;
+// rank r's share of a global batch of gbs rows among `ranks`: rows [*first, *first + return value)
+static int dp_share(int gbs, int ranks, int r, int *first) {
+    const int base = gbs / ranks, extra = gbs % ranks;
     *first = r * base + (r < extra ? r : extra);
     return base + (r < extra ? 1 : 0);
 }
@@ -1016,7 +1021,7 @@ static int dp_share(int gbs, int gpus, int r, int *first) {
 // the stepped parameters, and its gradients overwrite these.
 static void dp_backward_update(Rank *k, int bs, int norm) {
     fast::Model *m = &k->model;
-    const Config *c = k->dp->cfg;
+    const Config *c = k->cfg;
     const int prec = fast::model_mm_prec(m);
     for (int l = m->L - 1; l >= 0; l--) {
         const int IN = m->sizes[l], OUT = m->sizes[l + 1];
@@ -1064,7 +1069,7 @@ static void dp_backward_update(Rank *k, int bs, int norm) {
 static void dp_step(Rank *k, int gbs) {
     fast::Model *m = &k->model;
     int first;
-    const int rows = dp_share(gbs, k->dp->gpus, k->rank, &first);
+    const int rows = dp_share(gbs, k->job->world, k->job->rank, &first);
     gather_batch_step(m->acts[0], m->labels, k->train.images, k->train.labels, m->perm + first, m->step, 0, m->B, rows,
                       k->train.D, m->prec == PREC_TF32 ? GATHER_TF32 : GATHER_FP32, k->stream);
     m->x_pixels = 0;   // (the ranks' products take the batch's values: dp_backward_update passes no pixels)
@@ -1082,38 +1087,43 @@ static void dp_sum_over_ranks(Rank *k, float *p, size_t n) {
     cudaCheck(cudaStreamWaitEvent(k->stream, k->ev_comm_done, 0));
 }
 
-// The communicators while the ranks train. A process that ends early (rank 0 stopping it at a log
-// line: Ctrl-C, a diverging run, a failed checkpoint; or an error line and exit on any rank) aborts
-// them first, in an atexit handler, so that no NCCL kernel is left waiting for a peer that will
-// never come, and NCCL's own threads stop before CUDA shuts down. The normal end destroys them.
-static ncclComm_t *dp_live_comms = NULL;
-static int dp_live_count = 0;
+// The communicator while the rank trains. A process that ends early (an error line and exit, a
+// diverging run, a stop) aborts it first, in an exit handler, so that no NCCL kernel is left
+// waiting for a peer that will never come, and NCCL's own threads stop before CUDA shuts down.
+// The normal end destroys it.
+static ncclComm_t dp_live_comm = NULL;
 static void dp_abort_at_exit(void) {
-    ncclComm_t *comms = dp_live_comms;
-    dp_live_comms = NULL;
-    for (int r = 0; comms && r < dp_live_count; r++) nccl.CommAbort(comms[r]);  // (its result: nothing to do)
+    ncclComm_t comm = dp_live_comm;
+    dp_live_comm = NULL;
+    if (comm) nccl.CommAbort(comm);  // (its result: nothing to do)
 }
 
-static void dp_barrier(DpRun *dp) {
-    int rc = pthread_barrier_wait(&dp->barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) die("", "pthread_barrier_wait: %s", strerror(rc));
-}
+// What only rank 0 has: the run (-r, -c), the log and the evaluation sets
+typedef struct {
+    Run *run;
+    RunLog *log;
+    DeviceData *val, *test;
+    fast::EvalBuffers *eval;
+    double train_seconds, loss, acc;
+    int epochs_run;
+} RankZero;
 
-// A rank's training: the one-GPU loop of main, step by step (no graphs), each step a dp_step; rank 0
-// logs, evaluates and writes checkpoints, the others wait for it at the barrier.
-static void dp_rank_loop(Rank *k) {
-    DpRun *dp = k->dp;
-    const Config *c = dp->cfg;
+// The rank's training: the one-GPU loop of main, step by step (no graphs), each step a dp_step.
+// At each log line the ranks vote on stopping; rank 0 logs, evaluates and writes checkpoints while
+// the others go on to the next steps (whose first all-reduce waits for rank 0).
+static void dp_rank_loop(Rank *k, RankZero *z, const RankStart *start, const EpochPlan *plan) {
+    const Config *c = k->cfg;
     fast::Model *m = &k->model;
-    const int r0 = k->rank == 0, steps = dp->plan.steps, n_train = k->train.n;
-    cudaCheck(cudaSetDevice(k->rank));
-    float *losses_host = r0 ? (float *)mallocCheck(sizeof(float) * (size_t)steps) : NULL;
-    for (int epoch = dp->run->first_epoch; epoch <= c->epochs; epoch++) {
-        if (r0) run_epoch(dp->run, k->perm_host, n_train);  // (keeps the generator's state for -c)
-        else rng_permutation(&k->shuffle, k->perm_host, n_train);
-        int done = run_first_step(dp->run, epoch) - 1;  // steps are 1-based; the counter, 0-based
-        cudaCheck(cudaMemcpyAsync(m->perm, k->perm_host, sizeof(int) * (size_t)n_train, cudaMemcpyHostToDevice,
-                                  k->stream));
+    const int r0 = k->job->rank == 0, steps = plan->steps, n_train = k->train.n;
+    int *perm_host;
+    cudaCheck(cudaMallocHost((void **)&perm_host, sizeof(int) * (size_t)n_train));
+    float *losses_host = (float *)mallocCheck(sizeof(float) * (size_t)steps);
+    Rng shuffle = start->shuffle;   // (rank 0 draws from its run's own, which -c keeps)
+    for (int epoch = start->first_epoch; epoch <= c->epochs; epoch++) {
+        if (r0) run_epoch(z->run, perm_host, n_train);
+        else rng_permutation(&shuffle, perm_host, n_train);
+        int done = (epoch == start->first_epoch ? start->first_step : 1) - 1;  // steps 1-based; the counter 0-based
+        cudaCheck(cudaMemcpyAsync(m->perm, perm_host, sizeof(int) * (size_t)n_train, cudaMemcpyHostToDevice, k->stream));
         cudaCheck(cudaMemcpyAsync(m->step, &done, sizeof(int), cudaMemcpyHostToDevice, k->stream));
         cudaCheck(cudaEventRecord(k->epoch_start, k->stream));
         float last_log_ms = 0;
@@ -1122,26 +1132,29 @@ static void dp_rank_loop(Rank *k) {
             const int next_log = (done / c->log_every + 1) * c->log_every;
             const int end = next_log < steps ? next_log : steps, n = end - done;
             for (int s = done; s < end; s++) {
-                const int gbs = epoch_batch_size(&dp->plan, s, c->batch);
+                const int gbs = epoch_batch_size(plan, s, c->batch);
                 dp_step(k, gbs);
                 samples += gbs;
             }
             dp_sum_over_ranks(k, m->step_losses + done, (size_t)n);  // each rank's losses are its share
             cudaCheck(cudaEventRecord(k->ev_log, k->stream));
             cudaCheck(cudaEventSynchronize(k->ev_log));
-            dp_barrier(dp);  // every rank is done with these steps: rank 0 may end the process below
+            const int sig = job_agree(k->job, stop_requested());  // the same answer on every rank
+            if (sig < 0) die(k->job->hint, "%s", k->job->err);
             if (r0) {
                 float ms_now;
                 cudaCheck(cudaEventElapsedTime(&ms_now, k->epoch_start, k->ev_log));
                 cudaCheck(cudaMemcpy(losses_host, m->step_losses + done, n * sizeof(float), cudaMemcpyDeviceToHost));
                 double sum = 0;
                 for (int i = 0; i < n; i++) sum += losses_host[i];
-                log_losses(dp->log, sum, n);
-                log_step(dp->log, epoch, end, (ms_now - last_log_ms) / n);  // (exits if the run diverged)
+                log_losses(z->log, sum, n);
+                log_step(z->log, epoch, end, (ms_now - last_log_ms) / n);  // (exits if the run diverged)
                 last_log_ms = ms_now;
-                run_after_steps(dp->run, dp->log, epoch, end, steps, n);  // Ctrl-C: checkpoint, exit 130
+                if (sig) stop_signal = sig;  // (the vote's signal, which may have reached another rank)
+                run_after_steps(z->run, z->log, epoch, end, steps, n);  // a stop: checkpoint, message, exit
+            } else if (sig) {
+                exit(stop_exit_code(sig));  // (the exit waits for rank 0's checkpoint: run/job.h)
             }
-            dp_barrier(dp);
             done = end;
         }
         if (r0) {
@@ -1149,232 +1162,225 @@ static void dp_rank_loop(Rank *k) {
             cudaCheck(cudaEventSynchronize(k->epoch_end));
             float epoch_ms;
             cudaCheck(cudaEventElapsedTime(&epoch_ms, k->epoch_start, k->epoch_end));
-            dp->train_seconds += epoch_ms / 1e3;
-            dp->epochs_run++;
+            z->train_seconds += epoch_ms / 1e3;
+            z->epochs_run++;
             const int held = c->holdout > 0;
             double t0 = now_seconds();
-            fast::evaluate(m, held ? dp->val : dp->test, dp->eval, &dp->loss, &dp->acc, k->stream);
-            log_epoch(dp->log, epoch, epoch_ms / 1e3, samples, held ? "val" : "test", dp->loss, dp->acc,
+            fast::evaluate(m, held ? z->val : z->test, z->eval, &z->loss, &z->acc, k->stream);
+            log_epoch(z->log, epoch, epoch_ms / 1e3, samples, held ? "val" : "test", z->loss, z->acc,
                       1e3 * (now_seconds() - t0));
-            run_end_of_epoch(dp->run, epoch);  // -c: the checkpoint
+            run_end_of_epoch(z->run, epoch);  // -c: the checkpoint
         }
-        dp_barrier(dp);  // the other ranks wait while rank 0 evaluates and writes
     }
+    cudaCheck(cudaFreeHost(perm_host));
     free(losses_host);
 }
 
-static void *dp_rank_thread(void *arg) {
-    dp_rank_loop((Rank *)arg);
-    return NULL;
+// A usage error found by every rank alike: rank 0 says it; under -g's spawner the others end
+// without a word (the spawner reports rank 0's), under another launcher each says it, as each rank
+// of a job does
+static void dp_usage_error(const Job *job, const char *prog, const char *msg) {
+    if (job->rank == 0 || job->launcher != JOB_SPAWN) usage_error(prog, "%s", msg);
+    exit(EXIT_USAGE);
 }
 
-// main for -g N: everything main does for one GPU, with N ranks
-static int train_data_parallel(Config *cfg, int argc, char **argv) {
+// main for one rank of a job: everything main does for one GPU, with the ranks' gradients summed
+static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
     using namespace fast;
-    const int N = cfg->gpus;
+    const int N = job->world, r0 = job->rank == 0;
+    if (!r0 && !freopen("/dev/null", "w", stdout)) die("", "cannot silence rank %d's output: %s", job->rank, strerror(errno));
+    // rank 0 runs the run: -r's checkpoint and the settings it holds, -c and -o; the others read
+    // -r's settings too (the same checkpoint, read only), and write nothing
     Run run;
-    run_begin(&run, cfg, argc, argv, PROG_FAST);  // -r: the checkpoint, and the settings it holds (-b among them)
+    if (!r0) cfg->ckpt_path[0] = cfg->log_path[0] = cfg->grid_path[0] = '\0';
+    run_begin(&run, cfg, argc, argv, PROG_FAST);
     const int B = cfg->batch;
-    if (B % N != 0)
-        usage_error(argv[0], "-b %d does not divide among -g %d GPUs (each takes -b/N rows of every batch); give a -b "
-                             "that is a multiple of %d", B, N, N);
+    char msg[512];
+    if (batch_share_error(msg, sizeof(msg), B, N)) dp_usage_error(job, argv[0], msg);
     Dataset train_host, val_host, test_host;
     load_datasets_or_die(cfg, argv[0], &train_host, &test_host);
     split_holdout(&train_host, &val_host, cfg->holdout, cfg->seed);  // -H: a validation set
     const EpochPlan plan = epoch_plan(train_host.n, B, cfg->max_steps);
-    if (plan.last_bs < N)
-        usage_error(argv[0], "-g %d: the last step of every epoch has %d row%s (%d training images, -b %d), fewer than "
-                             "one per GPU; give another -b", N, plan.last_bs, plan.last_bs == 1 ? "" : "s",
-                    train_host.n, B);
+    if (plan.last_bs < N) {
+        snprintf(msg, sizeof(msg), "%d ranks: the last step of every epoch has %d row%s (%d training images, -b %d), "
+                 "fewer than one per GPU; give another -b", N, plan.last_bs, plan.last_bs == 1 ? "" : "s",
+                 train_host.n, B);
+        dp_usage_error(job, argv[0], msg);
+    }
     cudaDeviceProp prop = require_gpu();
     int count = 0;
     cudaCheck(cudaGetDeviceCount(&count));
-    if (count < N)
-        die_at(EXIT_USAGE, __FILE__, __LINE__, "a smaller -g", "-g %d: %d GPU%s visible here (CUDA_VISIBLE_DEVICES=%s)",
-               N, count, count == 1 ? " is" : "s are", getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES")
-                                                                                      : "unset");
+    const int dev = count == 1 ? 0 : job->local_rank;   // (a launcher may show each rank its GPU alone)
+    if (dev >= count)
+        die_at(EXIT_USAGE, __FILE__, __LINE__, "as many ranks on each machine as it has GPUs",
+               "rank %d of %d is rank %d on its machine, which shows %d GPU%s", job->rank, N, job->local_rank, count,
+               count == 1 ? "" : "s");
+    cudaCheck(cudaSetDevice(dev));
+    cudaCheck(cudaGetDeviceProperties(&prop, dev));
+
+    // the ranks meet: NCCL's id from rank 0, then the communicator
+    if (job_connect(job) != 0) die(job->hint, "%s", job->err);
+    stop_signals_install();  // (rank 0's again in run_start) a signal to any rank becomes the vote's
+    stop_signals_keep();   // a launcher may pass the terminal's Ctrl-C on a second time
     nccl_load();
     int nccl_version = 0;
     ncclCheck(nccl.GetVersion(&nccl_version));
-
-    // the communicators, one per GPU, made by this thread for all of them
-    ncclComm_t *comms = (ncclComm_t *)callocCheck((size_t)N, sizeof(ncclComm_t));
-    int *devs = (int *)mallocCheck(sizeof(int) * (size_t)N);
-    for (int r = 0; r < N; r++) devs[r] = r;
-    ncclCheck(nccl.CommInitAll(comms, N, devs));
-    dp_live_comms = comms;
-    dp_live_count = N;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    if (r0) ncclCheck(nccl.GetUniqueId(&id));
+    if (job_broadcast(job, &id, sizeof(id)) != 0) die(job->hint, "%s", job->err);
+    Rank k;
+    memset(&k, 0, sizeof(k));
+    k.job = job;
+    k.cfg = cfg;
+    ncclCheck(nccl.CommInitRank(&k.comm, N, id, job->rank));
+    dp_live_comm = k.comm;
     if (atexit(dp_abort_at_exit) != 0) die("", "atexit: cannot register the NCCL clean-up");
 
-    // each rank's model, data and streams, built by this thread one GPU after the other (the device
-    // allocation counter is not thread-safe); rank 0 also holds the evaluation sets
-    Rank *ranks = (Rank *)callocCheck((size_t)N, sizeof(Rank));
-    DpRun dp;
-    memset(&dp, 0, sizeof(dp));
-    dp.gpus = N;
-    dp.cfg = cfg;
-    dp.plan = plan;
-    dp.run = &run;
-    DeviceData val, test;
-    EvalBuffers eval;
+    cudaCheck(cudaStreamCreate(&k.stream));
+    cudaCheck(cudaStreamCreateWithFlags(&k.comm_stream, cudaStreamNonBlocking));
+    for (int l = 0; l < cfg->L; l++) {
+        cudaCheck(cudaEventCreateWithFlags(&k.ev_dw[l], cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&k.ev_db[l], cudaEventDisableTiming));
+    }
+    cudaCheck(cudaEventCreateWithFlags(&k.ev_ready, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&k.ev_comm_done, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreate(&k.ev_log));
+    cudaCheck(cudaEventCreate(&k.epoch_start));
+    cudaCheck(cudaEventCreate(&k.epoch_end));
     const int D = dataset_dim(&train_host), share = B / N;
     const int max_batch = share > FAST_EVAL_BATCH ? share : FAST_EVAL_BATCH;
-    size_t rank0_bytes = 0;
-    for (int r = 0; r < N; r++) {
-        Rank *k = &ranks[r];
-        k->rank = r;
-        k->dp = &dp;
-        k->comm = comms[r];
-        cudaCheck(cudaSetDevice(r));
-        cudaCheck(cudaStreamCreate(&k->stream));
-        cudaCheck(cudaStreamCreateWithFlags(&k->comm_stream, cudaStreamNonBlocking));
-        for (int l = 0; l < cfg->L; l++) {
-            cudaCheck(cudaEventCreateWithFlags(&k->ev_dw[l], cudaEventDisableTiming));
-            cudaCheck(cudaEventCreateWithFlags(&k->ev_db[l], cudaEventDisableTiming));
+    device_data_upload(&k.train, train_host.images, train_host.labels, train_host.n, D);
+    // (no K-major copies: dp_backward_update's products read the FP32 tensors)
+    model_build(&k.model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k.train.n, plan.steps, 0);
+    Model *m = &k.model;
+    DeviceData val, test;
+    EvalBuffers eval;
+    RankZero z;
+    memset(&z, 0, sizeof(z));
+    RankStart start;
+    memset(&start, 0, sizeof(start));
+    if (r0) {
+        device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
+        device_data_upload(&test, test_host.images, test_host.labels, test_host.n, D);
+        eval_buffers_alloc(&eval, val.n > test.n ? val.n : test.n);
+        z.run = &run, z.val = &val, z.test = &test, z.eval = &eval;
+        // the parameters and momentum: the checkpoint's (-r), or drawn from the seed
+        const float *mbuf, *params = run_start(&run, &train_host, m, fetch_state, m->num_params, &mbuf);
+        if (params) {
+            cudaCheck(cudaMemcpy(m->params, params, m->num_params * sizeof(float), cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(m->mbuf, mbuf, m->num_params * sizeof(float), cudaMemcpyHostToDevice));
+        } else {
+            model_init_params(m, cfg->seed, k.stream);
         }
-        cudaCheck(cudaEventCreateWithFlags(&k->ev_ready, cudaEventDisableTiming));
-        cudaCheck(cudaEventCreateWithFlags(&k->ev_comm_done, cudaEventDisableTiming));
-        cudaCheck(cudaEventCreate(&k->ev_log));
-        cudaCheck(cudaEventCreate(&k->epoch_start));
-        cudaCheck(cudaEventCreate(&k->epoch_end));
-        device_data_upload(&k->train, train_host.images, train_host.labels, train_host.n, D);
-        // (no K-major copies: dp_backward_update's products read the FP32 tensors)
-        model_build(&k->model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k->train.n, plan.steps, 0);
-        cudaCheck(cudaMallocHost((void **)&k->perm_host, sizeof(int) * (size_t)k->train.n));
-        if (r == 0) {
-            device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
-            device_data_upload(&test, test_host.images, test_host.labels, test_host.n, D);
-            eval_buffers_alloc(&eval, val.n > test.n ? val.n : test.n);
-            rank0_bytes = device_bytes_allocated;
-        }
+        start.first_epoch = run.first_epoch, start.first_step = run.first_step;
+        start.steps_total = run.steps_total, start.shuffle = run.shuffle;
     }
-    dp.val = &val;
-    dp.test = &test;
-    dp.eval = &eval;
-
-    // rank 0's parameters and momentum: the checkpoint's (-r), or drawn from the seed; then every
-    // rank gets them from rank 0
-    cudaCheck(cudaSetDevice(0));
-    Model *m0 = &ranks[0].model;
-    const float *mbuf, *params = run_start(&run, &train_host, m0, fetch_state, m0->num_params, &mbuf);
-    if (params) {
-        cudaCheck(cudaMemcpy(m0->params, params, m0->num_params * sizeof(float), cudaMemcpyHostToDevice));
-        cudaCheck(cudaMemcpy(m0->mbuf, mbuf, m0->num_params * sizeof(float), cudaMemcpyHostToDevice));
-    } else {
-        model_init_params(m0, cfg->seed, ranks[0].stream);
-    }
-    for (int r = 0; r < N; r++) {  // (model_build's memsets and the copies above ran on the legacy stream)
-        cudaCheck(cudaSetDevice(r));
-        cudaCheck(cudaDeviceSynchronize());
-    }
-    ncclCheck(nccl.GroupStart());  // one thread, every communicator: one group
-    for (int r = 0; r < N; r++) {
-        Model *m = &ranks[r].model;
-        ncclCheck(nccl.Broadcast(m->params, m->params, m->num_params, ncclFloat, 0, comms[r], ranks[r].comm_stream));
-        ncclCheck(nccl.Broadcast(m->mbuf, m->mbuf, m->num_params, ncclFloat, 0, comms[r], ranks[r].comm_stream));
-    }
+    if (job_broadcast(job, &start, sizeof(start)) != 0) die(job->hint, "%s", job->err);
+    cudaCheck(cudaDeviceSynchronize());   // (model_build's memsets and the copies above ran on the legacy stream)
+    ncclCheck(nccl.GroupStart());
+    ncclCheck(nccl.Broadcast(m->params, m->params, m->num_params, ncclFloat, 0, k.comm, k.comm_stream));
+    ncclCheck(nccl.Broadcast(m->mbuf, m->mbuf, m->num_params, ncclFloat, 0, k.comm, k.comm_stream));
     ncclCheck(nccl.GroupEnd());
-    for (int r = 0; r < N; r++) {
-        Model *m = &ranks[r].model;
-        cudaCheck(cudaSetDevice(r));
-        cudaCheck(cudaStreamSynchronize(ranks[r].comm_stream));
-        fast::model_sync_copies(m, ranks[r].stream);
-        cudaCheck(cudaStreamSynchronize(ranks[r].stream));
-        ranks[r].shuffle = run.shuffle;  // (rank 0 draws from run's own)
-    }
-    cudaCheck(cudaSetDevice(0));
-
-    box_settings("train_mlp_fast", "GPU trainer, the fast one", cfg, &train_host, &test_host, m0->num_params,
-                 plan.steps);
-    char device[300];
-    snprintf(device, sizeof(device), "%s", prop.name);
-    for (int r = 1; r < N; r++) {
-        cudaDeviceProp p;
-        cudaCheck(cudaGetDeviceProperties(&p, r));
-        if (strcmp(p.name, prop.name) != 0) snprintf(device, sizeof(device), "%s and others", prop.name);
-    }
-    box_row("device", "%d x %s (GPU 0: sm_%d%d, %d SMs, %.0f GB)", N, device, prop.major, prop.minor,
-            prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-    box_row("GPUs (-g)", "%d, data parallel through NCCL %d.%d.%d: %d rows of each batch per GPU", N,
-            nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
-    box_row("kernels (-f)", "%s", "fused, four streams (one for the all-reduces), launched step by step (no graphs "
-                                  "under -g)");
-    box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg->precision]);
-    box_rule();
+    cudaCheck(cudaStreamSynchronize(k.comm_stream));
+    model_sync_copies(m, k.stream);
+    cudaCheck(cudaStreamSynchronize(k.stream));
 
     RunLog log;
-    long steps_to_do = (long)(cfg->epochs - run.first_epoch + 1) * plan.steps - (run.first_step - 1);
-    run_log_open(&log, cfg, PROG_FAST, plan.steps, train_host.num_classes, steps_to_do, (long)run.steps_total);
-    dp.log = &log;
-    int rc = pthread_barrier_init(&dp.barrier, NULL, (unsigned)N);
-    if (rc != 0) die("", "pthread_barrier_init: %s", strerror(rc));
-    pthread_t *threads = (pthread_t *)callocCheck((size_t)N, sizeof(pthread_t));
-    for (int r = 1; r < N; r++) {
-        rc = pthread_create(&threads[r], NULL, dp_rank_thread, &ranks[r]);
-        if (rc != 0) die("a smaller -g", "cannot start the thread of GPU %d: %s", r, strerror(rc));
+    if (r0) {
+        box_settings("train_mlp_fast", "GPU trainer, the fast one", cfg, &train_host, &test_host, m->num_params,
+                     plan.steps);
+        box_row("device", "rank 0 of %d: %s (sm_%d%d, %d SMs, %.0f GB)", N, prop.name, prop.major, prop.minor,
+                prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
+        box_row("ranks", "%d (%s), one GPU each, data parallel through NCCL %d.%d.%d: %d rows of each batch per GPU",
+                N, job_launcher_name(job), nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
+        box_row("kernels (-f)", "%s", "fused, four streams (one for the all-reduces), launched step by step (no graphs "
+                                      "across ranks yet)");
+        box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg->precision]);
+        box_rule();
+        long steps_to_do = (long)(cfg->epochs - run.first_epoch + 1) * plan.steps - (run.first_step - 1);
+        run_log_open(&log, cfg, PROG_FAST, plan.steps, train_host.num_classes, steps_to_do, (long)run.steps_total);
+        z.log = &log;
     }
-    dp_rank_loop(&ranks[0]);
-    for (int r = 1; r < N; r++) {
-        rc = pthread_join(threads[r], NULL);
-        if (rc != 0) die("", "pthread_join: %s", strerror(rc));
-    }
+    dp_rank_loop(&k, &z, &start, &plan);
 
-    cudaCheck(cudaSetDevice(0));
-    if (cfg->holdout > 0 || dp.epochs_run == 0)  // the test set, at the end
-        evaluate(m0, &test, &eval, &dp.loss, &dp.acc, ranks[0].stream);
-    char where[400];
-    snprintf(where, sizeof(where), "%d x %s", N, device);
-    log_final(&log, cfg, train_host.name, dp.loss, dp.acc, dp.train_seconds, dp.epochs_run, rank0_bytes / 1e6, where);
-    run_finish(&run);
-
-    pthread_barrier_destroy(&dp.barrier);
-    free(threads);
-    eval_buffers_free(&eval);
-    device_data_free(&val);
-    device_data_free(&test);
-    dp_live_comms = NULL;  // destroyed below, not aborted
-    for (int r = 0; r < N; r++) {
-        Rank *k = &ranks[r];
-        cudaCheck(cudaSetDevice(r));
-        ncclCheck(nccl.CommDestroy(k->comm));
-        model_free(&k->model);
-        device_data_free(&k->train);
-        cudaCheck(cudaFreeHost(k->perm_host));
-        for (int l = 0; l < cfg->L; l++) {
-            cudaCheck(cudaEventDestroy(k->ev_dw[l]));
-            cudaCheck(cudaEventDestroy(k->ev_db[l]));
-        }
-        cudaEvent_t evs[] = {k->ev_ready, k->ev_comm_done, k->ev_log, k->epoch_start, k->epoch_end};
-        for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) cudaCheck(cudaEventDestroy(evs[i]));
-        cudaCheck(cudaStreamDestroy(k->stream));
-        cudaCheck(cudaStreamDestroy(k->comm_stream));
+    if (r0) {
+        if (cfg->holdout > 0 || z.epochs_run == 0)  // the test set, at the end
+            evaluate(m, &test, &eval, &z.loss, &z.acc, k.stream);
+        char where[400];
+        snprintf(where, sizeof(where), "%d x %s", N, prop.name);
+        log_final(&log, cfg, train_host.name, z.loss, z.acc, z.train_seconds, z.epochs_run,
+                  device_bytes_allocated / 1e6, where);
+        run_finish(&run);
+        eval_buffers_free(&eval);
+        device_data_free(&val);
+        device_data_free(&test);
     }
-    free(ranks);
-    free(comms);
-    free(devs);
+    dp_live_comm = NULL;  // destroyed here, not aborted
+    ncclCheck(nccl.CommDestroy(k.comm));
+    job_finish(job);
+    model_free(m);
+    device_data_free(&k.train);
+    for (int l = 0; l < cfg->L; l++) {
+        cudaCheck(cudaEventDestroy(k.ev_dw[l]));
+        cudaCheck(cudaEventDestroy(k.ev_db[l]));
+    }
+    cudaEvent_t evs[] = {k.ev_ready, k.ev_comm_done, k.ev_log, k.epoch_start, k.epoch_end};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) cudaCheck(cudaEventDestroy(evs[i]));
+    cudaCheck(cudaStreamDestroy(k.stream));
+    cudaCheck(cudaStreamDestroy(k.comm_stream));
     dataset_free(&train_host);
     dataset_free(&val_host);
     dataset_free(&test_host);
     return 0;
 }
 
-#else  // built without NCCL: -g gets one line and exit 2, before anything is loaded
+#else  // built without NCCL: several ranks get one line and exit 2, before anything is loaded
 
-static int train_data_parallel(Config *cfg, int argc, char **argv) {
+static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
+    (void)cfg;
     (void)argc;
     (void)argv;
-    die_at(EXIT_USAGE, __FILE__, __LINE__, "leave -g out (one GPU), or make clean && make train_fast NCCL_HOME=DIR",
-           "-g %d: this train_mlp_fast was built without NCCL (libnccl), which -g needs; make's banner says where it "
-           "looked", cfg->gpus);
+    die_at(EXIT_USAGE, __FILE__, __LINE__, "one GPU (no -g, no launcher), or make clean && make train_fast NCCL_HOME=DIR",
+           "%d ranks (%s): this train_mlp_fast was built without NCCL (libnccl), which several GPUs need; make's "
+           "banner says where it looked", job->world, job_launcher_name(job));
 }
 
 #endif  // MLP_NCCL
+
+// -g N: N ranks of this program on this machine, one GPU each (run/job.h's job_spawn), each the
+// rank that torchrun would start; this process waits for them and exits as they did
+static int spawn_ranks(const Config *cfg, int argc, char **argv) {
+#ifndef MLP_NCCL
+    die_at(EXIT_USAGE, __FILE__, __LINE__, "leave -g out (one GPU), or make clean && make train_fast NCCL_HOME=DIR",
+           "-g %d: this train_mlp_fast was built without NCCL (libnccl), which -g needs; make's banner says where it "
+           "looked", cfg->gpus);
+#endif
+    char msg[512];   // (with -r, the checkpoint's -b: the ranks check it)
+    if (!cfg->resume_path[0] && batch_share_error(msg, sizeof(msg), cfg->batch, cfg->gpus)) usage_error(argv[0], "%s", msg);
+    int count = 0;   // (no GPU at all: the ranks say so, after the checks of the command line)
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    (void)cudaGetLastError();
+    if (count > 0 && count < cfg->gpus)
+        die_at(EXIT_USAGE, __FILE__, __LINE__, "a smaller -g", "-g %d: %d GPU%s visible here (CUDA_VISIBLE_DEVICES=%s)",
+               cfg->gpus, count, count == 1 ? " is" : "s are",
+               getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+    fflush(stdout);
+    return job_spawn(cfg->gpus, job_argv_without(argc, argv, "-g", "--gpus"));
+}
 
 int main(int argc, char **argv) {
     using namespace fast;
     Config cfg;
     config_from_command_line(&cfg, argc, argv, PROG_FAST);
-    if (cfg.gpus > 0 && !cfg.eval_path[0]) return train_data_parallel(&cfg, argc, argv);  // -g N (-e uses one GPU)
+    static Job job;   // (its watcher thread and exit handler keep its address: static)
+    if (job_from_env(&job) < 0) die(job.hint, "%s", job.err);
+    if (cfg.gpus > 0 && job.launcher != JOB_NONE)
+        usage_error(argv[0], "-g %d under %s: the launcher starts the ranks (one per GPU); leave -g out", cfg.gpus,
+                    job_launcher_name(&job));
+    if (cfg.gpus > 0 && !cfg.eval_path[0]) return spawn_ranks(&cfg, argc, argv);  // -g N (-e uses one GPU)
+    if ((job.world > 1 || job.launcher == JOB_SPAWN) && !cfg.eval_path[0]) return train_data_parallel(&cfg, &job, argc, argv);
+    if (job.rank > 0) return 0;   // -e in a job: rank 0 evaluates
     cudaDeviceProp prop = require_gpu();
     if (cfg.eval_path[0]) {  // -e: evaluate a checkpoint (or -p: classify pictures with it), and exit
         Use use;

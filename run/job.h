@@ -1182,14 +1182,23 @@ static const char *job_signal_name(int sig) {
     }
 }
 
+// An exit status with which a rank ended of its own accord, not lost: 0; a stop on a signal, which
+// every rank votes for and ends with (128 + SIGINT, SIGTERM, SIGHUP or SIGPIPE); or a usage error,
+// which every rank finds alike before the ranks meet (rank 0 says it, the others end quietly)
+static int job_ended_itself(int status) {
+    return status == 0 || status == EXIT_USAGE || status == 128 + SIGINT || status == 128 + SIGTERM ||
+           status == 128 + SIGHUP || status == 128 + SIGPIPE;
+}
+
 // -g N: starts n ranks of this program (this executable, /proc/self/exe, with argv: the command
 // line without -g), each with the environment torchrun would give it (RANK, WORLD_SIZE,
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT and MLP_BOOTSTRAP_PORT a free
 // port) and NCCL_NVLS_ENABLE=0; forwards SIGINT, SIGTERM and SIGHUP to them; waits for them all.
 // When one ends abnormally (a signal, or an exit status other than 0 and 130), the others get
 // JOB_SPAWN_GRACE seconds to end by themselves (the liveness watch ends them) before SIGKILL, and
-// one line names the rank. Returns the exit status for this process: 0, 130 when the ranks
-// stopped cleanly on a signal, else the lost rank's (128 + its signal).
+// one line names the rank. Returns the exit status for this process: the largest of the ranks'
+// own endings (job_ended_itself: 0, a stop on a signal, a usage error), else the lost rank's (its
+// status, or 128 + its signal).
 static int job_spawn(int n, char **argv) {
     if (n < 1 || n > JOB_MAX_SPAWN) {
         fprintf(stderr, "error: -g %d: between 1 and %d ranks\n", n, JOB_MAX_SPAWN);
@@ -1303,7 +1312,7 @@ static int job_spawn(int n, char **argv) {
             if (job_children[r] <= 0 || waitpid(job_children[r], &st, WNOHANG) != job_children[r]) continue;
             job_children[r] = 0;
             alive--, reaped++;
-            if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 130)) {
+            if (WIFEXITED(st) && job_ended_itself(WEXITSTATUS(st))) {
                 if (WEXITSTATUS(st) > code) code = WEXITSTATUS(st);
             } else if (lost < 0 || (WIFEXITED(lost_status) && WEXITSTATUS(lost_status) == JOB_EXIT_LOST &&
                                     !(WIFEXITED(st) && WEXITSTATUS(st) == JOB_EXIT_LOST))) {

@@ -43,11 +43,13 @@ static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 static inline int stop_exit_code(int sig) { return 128 + sig; }
 
 static volatile sig_atomic_t stop_signal = 0;  // the signal that asked to stop; 0 while none has
+static volatile sig_atomic_t stop_keep = 0;    // 1: a second signal only asks again (stop_signals_keep)
 static struct sigaction stop_default_action;   // SIG_DFL, ready for the handler to put back
 
 // the handler: note the signal, and let the next one kill (sigaction is async-signal-safe)
 static inline void stop_signal_handler(int sig) {
     if (!stop_signal) stop_signal = sig;
+    if (stop_keep) return;
     sigaction(SIGINT, &stop_default_action, NULL);
     sigaction(SIGTERM, &stop_default_action, NULL);
     sigaction(SIGHUP, &stop_default_action, NULL);
@@ -70,6 +72,11 @@ static inline void stop_signals_install(void) {
     for (int i = 0; i < NUM_STOP_SIGNALS; i++) sigaction(stop_signals[i], &sa, NULL);
     file_size_signal_ignore();
 }
+
+// For a rank of a job of several processes: a second signal asks again instead of killing, since a
+// launcher (torchrun) passes the terminal's Ctrl-C on to ranks that have it already, and every rank
+// must live to the step at which they all stop (run/job.h's vote)
+static inline void stop_signals_keep(void) { stop_keep = 1; }
 
 // the default handlers again (after the training loop: a Ctrl-C during the final evaluation kills)
 static inline void stop_signals_uninstall(void) {

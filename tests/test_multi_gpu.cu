@@ -35,6 +35,8 @@ dataset written here and reads back its CSV logs and checkpoints; CUDA only coun
      with the same checkpoint, byte for byte (-g 1; and -g 2 with 2 GPUs); Ctrl-C under -g writes its
      checkpoint and exits 130, and a diverging run (-l 1000) exits 1 with a line naming the step,
      neither hanging (every run here is under `timeout`).
+  6. (2 GPUs) -g 2 at per-GPU batches that take the large tiles (784-4096-4096-10 at global batches
+     2048 and 4096, every precision): both steps against -g 1 (test_large says why and how close).
 
 Usage: tests/bin/test_multi_gpu [TRAINER]   (default ./train_mlp_fast)
 Ends with "N passed, N failed[, N skipped]"; exits 1 when a check failed.
@@ -60,7 +62,7 @@ Ends with "N passed, N failed[, N skipped]"; exits 1 when a check failed.
 
 #define RUN_TIMEOUT_S 300  // a trainer run that takes longer has hung (the runs here take seconds)
 
-static char tmpdir[256], data4[300], data40[300];
+static char tmpdir[256], data4[300], data40[300], data784[300];
 static const char *bin = "./train_mlp_fast";
 
 // ----------------------------------------------------------------------------
@@ -68,20 +70,22 @@ static const char *bin = "./train_mlp_fast";
 
 // A learnable dataset of 8x8 images: class c lights up the pixels p with p % classes == c a
 // little, under noise (4 classes: 16 pixels each; 40 classes: one or two pixels each).
-static void make_data(const char *dir, int classes, int ntrain, int ntest) {
+// (side: 8, or 28 for the large products' runs, MNIST's 784 inputs)
+static void make_data(const char *dir, int classes, int ntrain, int ntest, int side = 8) {
     mkdir(dir, 0777);
     Rng rng;
     rng_seed(&rng, 7 + (uint64_t)classes, 5);
+    const int D = side * side;
     for (int split = 0; split < 2; split++) {
         int n = split ? ntest : ntrain;
-        uint8_t *img = (uint8_t *)mallocCheck((size_t)n * 64), *lab = (uint8_t *)mallocCheck((size_t)n);
+        uint8_t *img = (uint8_t *)mallocCheck((size_t)n * D), *lab = (uint8_t *)mallocCheck((size_t)n);
         for (int i = 0; i < n; i++) {
             int c = (int)rng_below(&rng, (uint32_t)classes);
             lab[i] = (uint8_t)c;
-            for (int p = 0; p < 64; p++)
-                img[(size_t)i * 64 + p] = (uint8_t)((p % classes == c ? 90 : 0) + rng_below(&rng, 160));
+            for (int p = 0; p < D; p++)
+                img[(size_t)i * D + p] = (uint8_t)((p % classes == c ? 90 : 0) + rng_below(&rng, 160));
         }
-        write_idx_split(dir, split, img, lab, n, 8, 8);
+        write_idx_split(dir, split, img, lab, n, side, side);
         free(img);
         free(lab);
     }
@@ -296,6 +300,45 @@ static void compare_runs(const Case *m, const char *got, const char *want, int b
 }
 
 // ----------------------------------------------------------------------------
+// 6. per-GPU batches that take the large products' kernels
+
+// The big model's shape at global batches of 2048 and 4096: each GPU's share of 1024 or 2048 rows
+// takes the large tiles (more than 48 KB of shared memory a block) in every precision. The kernels'
+// function attributes belong to each device, so each rank must set its own: a run on two GPUs
+// launches them on the second GPU too. Each is compared with -g 1 at the same global batch, two steps
+// (the same tolerances as above, 10x looser for TF32 and BF16: the products' operands are rounded,
+// and a K split planned for one batch may differ from the other's).
+typedef struct { const char *flags; int tf32; } LargeCase;
+static const LargeCase LARGE[] = {
+    {"-x 0 -b 4096", 0}, {"-x 1 -b 2048", 1}, {"-x 1 -b 4096", 1}, {"-x 2 -b 2048", 1}, {"-x 2 -b 4096", 1},
+};
+
+static void test_large(int gpus) {
+    section("-g 2 at per-GPU batches of 1024 and 2048 rows on 784-4096-4096-10 (the large tiles), against -g 1");
+    for (size_t i = 0; i < sizeof(LARGE) / sizeof(LARGE[0]); i++) {
+        const LargeCase *c = &LARGE[i];
+        CsvRun r[2];
+        int rc[2], ok = 1;
+        char msg[512];
+        for (int g = 0; g < 2; g++) {
+            char path[600];
+            snprintf(path, sizeof(path), "%s/large%zu_g%d.csv", tmpdir, i, g + 1);
+            rc[g] = run(out, OUT_LEN, "-d %s -m 784,4096,4096,10 -a relu -l 0.05 -k 0.9 -n 2 -t 1 -v 1 -s 3 %s -g %d -o %s",
+                        data784, c->flags, g ? gpus : 1, path);
+            if (rc[g] != 0) printf("    (%s -g %d: exit %d: %s)\n", c->flags, g ? gpus : 1, rc[g], first_line(out, msg, sizeof(msg)));
+            ok &= rc[g] == 0 && read_csv(path, &r[g]) == 0;
+        }
+        if (!check(ok && r[0].n == 2 && r[1].n == 2, "%s: -g 1 and -g %d both run their 2 steps (exits %d and %d)",
+                   c->flags, gpus, rc[0], rc[1]))
+            continue;
+        const double tl = c->tf32 ? 1e-3 : 1e-4;
+        double worst = 0;
+        for (int s = 0; s < 2; s++) worst = fmax(worst, fabs(r[0].loss[s] - r[1].loss[s]));
+        check(worst <= tl, "%s: both steps' losses within %.0e (largest difference %.2e)", c->flags, tl, worst);
+    }
+}
+
+// ----------------------------------------------------------------------------
 // 1. the command line
 
 // returns 1 when this build has NCCL
@@ -402,6 +445,8 @@ int main(int argc, char **argv) {
     snprintf(data40, sizeof(data40), "%s/data40", tmpdir);
     make_data(data4, 4, 1001, 300);
     make_data(data40, 40, 1001, 300);
+    snprintf(data784, sizeof(data784), "%s/data784", tmpdir);
+    make_data(data784, 10, 4096, 100, 28);
     struct stat st;
     if (stat(bin, &st) != 0) {
         section("train_mlp_fast -g");
@@ -452,5 +497,6 @@ int main(int argc, char **argv) {
         if (check(rc2 == 0, "%s: the -g 2 run (exit %d)", m->name, rc2)) compare_runs(m, two, one, 0);
     }
     test_resume(2);
+    test_large(2);
     return test_exit();
 }
