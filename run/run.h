@@ -33,6 +33,7 @@ with the parameters and the momentum restored, it ends bitwise identical to a ru
 #include "../data/dataset.h"
 #include "args.h"
 #include "checkpoint.h"
+#include "export.h"
 #include "log.h"
 #include "../common/rng.h"
 #include "../common/safe_write.h"
@@ -47,6 +48,7 @@ typedef struct {
     Config *cfg;
     int prog;
     int resumed;              // -r was given
+    int imported;             // -r named a .safetensors file: a new run from its weights
     Checkpoint ck;            // -r's checkpoint
     CheckpointMeta meta;      // what -c writes
     Rng shuffle;              // the epoch permutations' generator
@@ -68,7 +70,11 @@ static inline void run_begin(Run *r, Config *c, int argc, char **argv, int prog)
     r->cfg = c;
     r->prog = prog;
     char err[2048];
-    if (c->resume_path[0]) {
+    if (c->resume_path[0] && is_safetensors_path(c->resume_path)) {  // run/export.h
+        model_read_or_die(c->resume_path, c, &r->ck, 'r', argv[0]);
+        import_adopt_settings(&r->ck, c, argv[0]);
+        r->imported = 1;
+    } else if (c->resume_path[0]) {
         if (checkpoint_read(c->resume_path, &r->ck, err, sizeof(err)) != 0)
             die("-r FILE names a checkpoint that -c wrote", "%s", err);
         char given[128];
@@ -107,6 +113,7 @@ static inline const float *run_start(Run *r, const Dataset *train, void *model, 
     } else {
         rng_seed(&r->shuffle, r->cfg->seed, 1);  // every trainer draws the same permutations from the same -s
         *mbuf = NULL;
+        if (r->imported) params = import_start(&r->ck, r->cfg, train, mbuf, program_name(r->prog));
     }
     checkpoint_meta_init(&r->meta, r->cfg, train, program_name(r->prog));
     if (r->cfg->ckpt_path[0]) {
@@ -170,7 +177,7 @@ static inline void run_finish(Run *r) {
     stop_signals_uninstall();
     free(r->host_params);
     free(r->host_mbuf);
-    if (r->resumed) checkpoint_free(&r->ck);
+    if (r->resumed || r->imported) checkpoint_free(&r->ck);
 }
 
 #endif // MLP_RUN_H

@@ -30,8 +30,8 @@ static inline void check_outputs_outside(const Config *c, const char *prog) {
     const struct {
         char flag;
         const char *path;
-    } out[] = {{'o', c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}};
-    for (int i = 0; i < 3; i++)
+    } out[] = {{'o', c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}, {'E', c->export_path}};
+    for (int i = 0; i < 4; i++)
         if (out[i].path[0] && path_inside(out[i].path, c->data_dir))
             usage_error(prog, "-%c %s is inside the data directory %s: outputs never go where the data is", out[i].flag,
                         out[i].path, c->data_dir);
