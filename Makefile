@@ -169,6 +169,7 @@ train_mlp: train_mlp.cu $(COMMON_H) $(KERNELS_H)
 ifeq ($(NVCC_PATH),)
 	$(NO_NVCC)
 else
+	$(call SLOW_NVCC,$<,the readable GPU trainer ./train_mlp)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_SIMPLE) $(NVCC_HOSTFLAGS) $< $(CUDA_LDLIBS) -o $@
 endif
 
@@ -193,6 +194,7 @@ test_mlp: test_mlp.cu train_mlp.cu train_mlp_fast.cu train_mlp_cpu.c $(FAST_OBJS
 # where the fused step's time goes, phase by phase (a dev tool: dev/fused_profile.cu)
 dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)
 	@mkdir -p dev/bin
+	$(call SLOW_NVCC,$<,the dev tool dev/bin/fused_profile)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -I. $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
 
 # every kernel's start and end on the GPU, for dev/timeline.py (a dev tool: a CUPTI injection library,

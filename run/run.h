@@ -83,6 +83,8 @@ static inline void run_begin(Run *r, Config *c, int argc, char **argv, int prog)
         r->resumed = 1;
     }
     if (c->ckpt_path[0] && safe_write_check(c->ckpt_path, err, sizeof(err)) != 0) usage_error(argv[0], "-c: %s", err);
+    if (is_safetensors_path(c->ckpt_path))
+        usage_error(argv[0], "-c %s: -c writes mlp.cu's checkpoint format; -e CK -E FILE.safetensors exports one", c->ckpt_path);
     if (c->log_path[0] && safe_write_check(c->log_path, err, sizeof(err)) != 0) usage_error(argv[0], "-o: %s", err);
 }
 

@@ -16,7 +16,7 @@ where it is installed):
   3. bad safetensors files: each refused with its own one-line message (truncated, trailing bytes,
      overlapping and gapped offsets, dtypes, shapes, names, bad JSON and UTF-8, NaN, metadata
      against the tensors), and through the binary with one line and exit 1;
-  4. -E and -K's flag errors (exit 2);
+  4. -E and -K's flag errors, and -c naming a .safetensors file (exit 2);
   5. the PyTorch and ONNX Runtime snippets of doc/checkpoint.md, run as they are printed;
   6. with PyTorch: the export loaded into nn.Sequential with load_state_dict(strict=True), and a
      model trained in PyTorch, evaluated and fine-tuned by the trainer.
@@ -492,7 +492,7 @@ static void test_bad_files(void) {
 // 4. the flags
 
 static void test_flags(void) {
-    section("-E and -K: flag errors, exit 2");
+    section("-E, -K, and -c of a .safetensors name: flag errors, exit 2");
     char ck[600], msg[512];
     snprintf(ck, sizeof(ck), "%s/case0/ck.ckpt", tmpdir);
     // (each command's file names: ck, then tmpdir as often as the format asks)
@@ -505,6 +505,7 @@ static void test_flags(void) {
         {"-K 1 without -E", "-e %1$s -K 1"},
         {"-E over -e's own file", "-e %1$s -e %2$s/case0/model.safetensors -E %2$s/case0/model.safetensors"},
         {"-E into the data directory", "-e %1$s -d %2$s/idx -E %2$s/idx/x.onnx"},
+        {"-c naming a .safetensors file", "-d %2$s/idx -c %1$s.safetensors"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char args[2000];
