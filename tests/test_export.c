@@ -8,7 +8,8 @@ where it is installed):
      metadata; then numpy's forward pass from the safetensors tensors and ONNX Runtime's from the
      ONNX graph (onnx.checker.check_model passes) against this program's logits on the same
      pictures: max |dlogit| <= 1e-5 max |logit|, the same top-1 class except at near-ties, the
-     probabilities softmax's; and -e of the safetensors export counts the checkpoint's right answers;
+     probabilities softmax's; and -e of the safetensors export counts the checkpoint's right answers,
+     and -p of a picture prints the checkpoint's top 3;
   2. safetensors files written the way PyTorch writes them (an nn.Flatten first: 1.weight,
      3.weight, ...; float16 and no metadata; bfloat16 made here) evaluate to the same answers, say
      which dtypes they widened and that the scale is taken as 1/255, refuse to guess the
@@ -205,6 +206,17 @@ static void test_case(int k, const Case *t) {
     int rc2 = shell(out2, OUT_LEN, "%s -e %s -d %s", bin, st, t->dir);
     check(rc == 0 && rc2 == 0 && right_answers(out) >= 0 && right_answers(out) == right_answers(out2),
           "-e model.safetensors -d: %d right answers, the checkpoint's %d", right_answers(out2), right_answers(out));
+    if (te.channels == 1) {  // -p of a test picture: the same line from the export as from the checkpoint
+        snprintf(path, sizeof(path), "%s/pic.png", d);
+        stbi_write_png(path, te.cols, te.rows, 1, te.images, te.cols);
+        rc = shell(out, OUT_LEN, "%s -e %s -p %s", bin, ck, path);
+        rc2 = shell(out2, OUT_LEN, "%s -e %s -p %s", bin, st, path);
+        char l1[512], l2[512];
+        line_with(out, "pic.png: 1.", l1, sizeof(l1));
+        line_with(out2, "pic.png: 1.", l2, sizeof(l2));
+        check(rc == 0 && rc2 == 0 && strstr(out, "pic.png: 1.") && strcmp(l1, l2) == 0,
+              "-p of a test picture: the export's top 3 are the checkpoint's: \"%s\"", l2);
+    }
 
     // the libraries' numbers
     if (have_libs) {
