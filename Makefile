@@ -161,6 +161,8 @@ train_cpu: train_mlp_cpu
 train_mlp_cpu: train_mlp_cpu.c $(COMMON_H)
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 
+# the long nvcc builds say what they compile and why, since on a machine without a GPU make test waits on them
+SLOW_NVCC = @echo "--- nvcc: compiling $(1), for $(2) (minutes on 2 cores; make test NVCC=none skips the GPU programs)"
 NO_NVCC = @echo "error: nvcc not found (or NVCC=none): the GPU trainers need the CUDA toolkit ---> try: make train_cpu" >&2; exit 1
 
 train: train_mlp
@@ -168,11 +170,13 @@ train_mlp: train_mlp.cu $(COMMON_H) $(KERNELS_H)
 ifeq ($(NVCC_PATH),)
 	$(NO_NVCC)
 else
+	$(call SLOW_NVCC,$<,the readable GPU trainer ./train_mlp)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_SIMPLE) $(NVCC_HOSTFLAGS) $< $(CUDA_LDLIBS) -o $@
 endif
 
 build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
 	@mkdir -p build/fast
+	$(call SLOW_NVCC,$<,the fast trainer and test_mlp)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -c $< -o $@
 
 train_fast: train_mlp_fast
@@ -180,15 +184,18 @@ train_mlp_fast: train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H
 ifeq ($(NVCC_PATH),)
 	$(NO_NVCC)
 else
+	$(call SLOW_NVCC,$<,the fast trainer ./train_mlp_fast)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $(NCCL_FLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) $(NCCL_LDLIBS) -o $@
 endif
 
 test_mlp: test_mlp.cu train_mlp.cu train_mlp_fast.cu train_mlp_cpu.c $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H) $(TEST_H)
+	$(call SLOW_NVCC,$<,./test_mlp: both GPU trainers against the CPU)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
 
 # where the fused step's time goes, phase by phase (a dev tool: dev/fused_profile.cu)
 dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)
 	@mkdir -p dev/bin
+	$(call SLOW_NVCC,$<,the dev tool dev/bin/fused_profile)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -I. $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
 
 # run/job.h with NCCL on the GPUs: the ranks bootstrap, make their communicator, all-reduce and check
@@ -291,7 +298,7 @@ sanitize: train_mlp train_mlp_fast test_mlp
 # (once fixed, keep it in tests/fuzz/regressions/TARGET/: make test runs those). tests/fuzz/README.md
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args
+FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args safetensors json
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu11 -I$(STB_INCLUDE)
 # the longest input each target is given (default 4096 bytes): a checkpoint's header alone is 12,608
 FUZZ_MAX_LEN_cifar := 8192

@@ -256,6 +256,12 @@ static inline const char *output_kind_name(OutputKind kind) {
 }
 
 // the extension a kind's file must have, or NULL
+// -E's kind, from its extension: a .safetensors file, else an ONNX graph (run/export.h refuses others)
+static inline OutputKind output_kind_of_export(const char *path) {
+    size_t n = strlen(path), k = strlen(".safetensors");
+    return n > k && strcasecmp(path + n - k, ".safetensors") == 0 ? OUT_SAFETENSORS : OUT_ONNX;
+}
+
 static inline const char *output_kind_extension(OutputKind kind) {
     return kind == OUT_PNG ? ".png" : kind == OUT_SAFETENSORS ? ".safetensors" : kind == OUT_ONNX ? ".onnx" : NULL;
 }

@@ -40,7 +40,7 @@ Plain C99, no dependencies beyond libc.
 // A machine without a GPU: the command a GPU trainer suggests instead, the CPU trainer's with the
 // same flags less the GPU trainers' own (run/args.h sets it from the command line; kernels/common.cuh
 // prints it). Empty: a general hint.
-static char no_gpu_instead[4400];
+static char no_gpu_instead[4400] __attribute__((unused));  // (a program with no GPU trainer leaves it)
 
 // the message of the error that is ending the program (for an atexit handler: run/log.h's stop row)
 static char die_message[1024];

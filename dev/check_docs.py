@@ -7,7 +7,9 @@ number it quotes says where it was measured.
 
 For each Markdown file, outside fenced code blocks:
   1. every `backticked` path (a word with a '/' or a known file ending) names a file or a
-     directory of the repository (globs like kernels/*.cuh must match something);
+     directory of the repository (globs like kernels/*.cuh must match something), or a program
+     the Makefile builds (tests/bin/X, dev/bin/X: its rule, or its source tests/X.c or .cu, exists;
+     a build without nvcc does not make the CUDA ones);
   2. every `backticked` C identifier with an underscore, or followed by "(", is defined in the
      sources (*.c, *.h, *.cu, *.cuh), as a function, macro, type or variable;
   3. every `backticked` flag of a trainer (`-x`, `-T 1`, `./train_mlp -m 784,10`) is one the
@@ -73,6 +75,19 @@ def path_exists(word):
     return bool(m) and any(os.path.exists(os.path.join(ROOT, m.group(1), m.group(2) + ext)) for ext in (".c", ".cu"))
 
 
+def built_by_make(word):
+    """A build output (tests/bin/X, dev/bin/X) that the Makefile makes, whether or not this build did
+    (a CPU-only build makes no CUDA programs): its rule names it, or its source tests/X.c, .cu exists."""
+    word = word.rstrip(".,:;)")
+    m = re.match(r"^(tests|dev)/bin/([\w.\-]+)$", word)
+    if not m:
+        return False
+    with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as f:
+        if re.search(r"^" + re.escape(word) + r"\s*:", f.read(), re.M):
+            return True
+    return any(os.path.exists(os.path.join(ROOT, m.group(1), m.group(2) + ext)) for ext in (".c", ".cu"))
+
+
 def looks_like_path(word):
     if " " in word or word.startswith(("-", "http", "$", "~")) or "=" in word or "://" in word:
         return False
@@ -104,7 +119,7 @@ def check_file(md, src, known_flags, problems):
             continue
         if in_code:
             for word in re.findall(r"(?:^|\s)((?:dev/|tests/|data/|doc/|kernels/|common/|run/)[\w.\-/]+)", line):
-                if looks_like_path(word) and not path_exists(word):
+                if looks_like_path(word) and not path_exists(word) and not built_by_make(word):
                     problems.append(f"{rel}:{n}: names {word}, which does not exist")
             continue
         if not line.strip():
@@ -122,7 +137,7 @@ def check_file(md, src, known_flags, problems):
             words = code.split()
             first = words[0] if words else ""
             if looks_like_path(first) and not first.startswith("./"):
-                if not path_exists(first):
+                if not path_exists(first) and not built_by_make(first):
                     problems.append(f"{rel}:{n}: names `{first}`, which does not exist")
             elif first.startswith("./"):
                 binary = first[2:]

@@ -37,6 +37,7 @@ typedef struct {
     int L;                 // number of weight layers = number of sizes - 1
     int sizes_given;       // -m was on the command line; else the first and last size come from the data
     int act;               // hidden activation, ACT_*
+    int act_given;         // -a was on the command line (a safetensors file without an activation needs it)
     int batch;             // B
     float lr, momentum, weight_decay;
     int epochs;
@@ -56,6 +57,8 @@ typedef struct {
     int num_predict;       // -p: pictures to classify with -e's model
     char predict[MAX_PREDICT][1024];
     int replace;           // -F 1: -o, -c, -i may replace an existing file that is not of their kind
+    char export_path[1024];// -E: with -e, write the model to this .safetensors or .onnx file
+    int export_momentum;   // -K 1: -E's safetensors file also holds the momentum buffers
 } Config;
 
 // The three trainers; the program argument of the functions below is one of these
@@ -115,6 +118,10 @@ static const ArgSpec ARGS[] = {
     {'F', "0|1", ARG_INT, CFG(replace), 0, 1, PROG_ALL,
      "1: let -o, -c and -i replace an existing file that is not of their kind (never an input of the run, never a "
      "file in the data directory)"},
+    {'E', "FILE", ARG_PATH, CFG(export_path), 0, 0, PROG_ALL,
+     "with -e: write the model to FILE, .safetensors (PyTorch's nn.Sequential names) or .onnx (an inference graph "
+     "taking raw 0-255 pixels); evaluates too only with -d"},
+    {'K', "0|1", ARG_INT, CFG(export_momentum), 0, 1, PROG_ALL, "with -E FILE.safetensors: 1 adds the SGD momentum buffers"},
     {'T', "0|1", ARG_INT, CFG(trace), 0, 1, PROG_GPU,
      "1: print the second training step as a trace: each kernel with its grid, shapes, bytes, FLOPs and time"},
     {'x', "0|1|2", ARG_INT, CFG(precision), 0, 2, PROG_FAST,
@@ -280,6 +287,7 @@ static inline int parse_value(Config *c, const ArgSpec *a, const char *v, char *
             return -1;
         }
         c->act = act;
+        c->act_given = 1;
         return 0;
     }
     }
@@ -402,8 +410,10 @@ static inline void config_from_command_line(Config *c, int argc, char **argv, in
         snprintf(no_gpu_instead, sizeof(no_gpu_instead), "%s (the CPU trainer: make train_cpu%s%s%s)", cmd,
                  dropped[0] ? "; without " : "", dropped, dropped[0] ? ", which only the GPU trainers take" : "");
     }
-    if ((c->num_predict || c->grid_path[0]) && !c->eval_path[0])
-        usage_error(argv[0], "-%c goes with -e FILE: the checkpoint whose model to use", c->num_predict ? 'p' : 'i');
+    if ((c->num_predict || c->grid_path[0] || c->export_path[0]) && !c->eval_path[0])
+        usage_error(argv[0], "-%c goes with -e FILE: the checkpoint whose model to use",
+                    c->num_predict ? 'p' : c->grid_path[0] ? 'i' : 'E');
+    if (c->export_momentum && !c->export_path[0]) usage_error(argv[0], "-K 1 goes with -E FILE.safetensors");
 }
 
 #endif // MLP_ARGS_H

@@ -83,7 +83,7 @@ resume, and checkpoint_data_contradiction() with a dataset alone for -e. The res
 #define CK_NAME_LEN 64             // dataset name field
 #define CK_WRITER_LEN 32           // "train_mlp_cpu", "train_mlp", "train_mlp_fast"
 
-// Offsets of the header's fields: the table of doc/checkpoint.md and dev/checkpoint_to_pytorch.py
+// Offsets of the header's fields: the table of doc/checkpoint.md
 enum {
     CK_OFF_MAGIC = 0,          // u8[8]   "MLPCUCKP"
     CK_OFF_VERSION = 8,        // u32

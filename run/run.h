@@ -34,6 +34,7 @@ with the parameters and the momentum restored, it ends bitwise identical to a ru
 #include "../data/dataset.h"
 #include "args.h"
 #include "checkpoint.h"
+#include "export.h"
 #include "log.h"
 #include "../common/rng.h"
 #include "../common/safe_write.h"
@@ -48,6 +49,7 @@ typedef struct {
     Config *cfg;
     int prog;
     int resumed;              // -r was given
+    int imported;             // -r named a .safetensors file: a new run from its weights
     Checkpoint ck;            // -r's checkpoint
     CheckpointMeta meta;      // what -c writes
     Rng shuffle;              // the epoch permutations' generator
@@ -85,7 +87,11 @@ static inline void run_begin(Run *r, Config *c, int argc, char **argv, int prog)
     r->lock_fd = -1;
     file_size_signal_ignore();  // a write past ulimit -f fails with a message, not a silent death
     char err[2048];
-    if (c->resume_path[0]) {
+    if (c->resume_path[0] && is_safetensors_path(c->resume_path)) {  // run/export.h
+        model_read_or_die(c->resume_path, c, &r->ck, 'r', argv[0]);
+        import_adopt_settings(&r->ck, c, argv[0]);
+        r->imported = 1;
+    } else if (c->resume_path[0]) {
         if (checkpoint_read(c->resume_path, &r->ck, err, sizeof(err)) != 0)
             die("-r FILE names a checkpoint that -c wrote", "%s", err);
         char given[128];
@@ -94,6 +100,8 @@ static inline void run_begin(Run *r, Config *c, int argc, char **argv, int prog)
         r->resumed = 1;
     }
     if (c->ckpt_path[0] && safe_write_check(c->ckpt_path, err, sizeof(err)) != 0) usage_error(argv[0], "-c: %s", err);
+    if (is_safetensors_path(c->ckpt_path))
+        usage_error(argv[0], "-c %s: -c writes mlp.cu's checkpoint format; -e CK -E FILE.safetensors exports one", c->ckpt_path);
     if (c->log_path[0] && safe_write_check(c->log_path, err, sizeof(err)) != 0) usage_error(argv[0], "-o: %s", err);
 }
 
@@ -127,6 +135,7 @@ static inline const float *run_start(Run *r, const Dataset *train, void *model, 
     } else {
         rng_seed(&r->shuffle, r->cfg->seed, 1);  // every trainer draws the same permutations from the same -s
         *mbuf = NULL;
+        if (r->imported) params = import_start(&r->ck, r->cfg, train, mbuf, program_name(r->prog));
     }
     checkpoint_meta_init(&r->meta, r->cfg, train, program_name(r->prog));
     if (r->cfg->ckpt_path[0]) {
@@ -205,7 +214,7 @@ static inline void run_finish(Run *r) {
     run_unlock(r);
     free(r->host_params);
     free(r->host_mbuf);
-    if (r->resumed) checkpoint_free(&r->ck);
+    if (r->resumed || r->imported) checkpoint_free(&r->ck);
 }
 
 #endif // MLP_RUN_H

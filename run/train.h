@@ -45,13 +45,17 @@ static inline void outputs_check(const Config *c, const char *prog) {
     if (c->grid_path[0] &&
         output_check("-i", c->grid_path, OUT_PNG, inputs, c->data_dir, c->replace, err, sizeof(err)) != 0)
         usage_error(prog, "%s", err);
+    if (c->export_path[0] &&
+        output_check("-E", c->export_path, output_kind_of_export(c->export_path), inputs, c->data_dir, c->replace, err,
+                     sizeof(err)) != 0)
+        usage_error(prog, "%s", err);
     // two outputs, one file: one would replace the other
     const struct {
         char flag;
         const char *path;
-    } out[] = {{'o', eval ? "" : c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}};
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 3; j++) {
+    } out[] = {{'o', eval ? "" : c->log_path}, {'c', c->ckpt_path}, {'i', c->grid_path}, {'E', c->export_path}};
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++) {
             char a[SAFE_PATH_LEN], b[SAFE_PATH_LEN];
             if (out[i].path[0] && out[j].path[0] &&
                 (path_same_file(out[i].path, out[j].path) ||

@@ -30,6 +30,7 @@ the three trainers print the same report from the same logits.
 #include "../data/images.h"
 #include "args.h"
 #include "checkpoint.h"
+#include "export.h"
 #include "report.h"
 #include "signals.h"
 #include "train.h"
@@ -47,6 +48,7 @@ typedef struct {
     Checkpoint ck;
     Dataset train, test;  // loaded only to evaluate (not for -p alone)
     int have_data;
+    int export_only;      // -E without -d, -p or -i: nothing to do after the export
 } Use;
 
 // Reads -e's checkpoint (exit 1 when bad) and takes its model: -m and -a, when given, must agree
@@ -63,26 +65,31 @@ static inline void use_begin(Use *u, Config *c, int prog) {
         usage_error(argv0, "-i draws the test set's mistakes and -p classifies pictures: give one of them");
     if (c->grid_path[0] && safe_write_check(c->grid_path, err, sizeof(err)) != 0) usage_error(argv0, "-i: %s", err);
     file_size_signal_ignore();  // a grid written past ulimit -f fails with a message (run/signals.h)
-    if (checkpoint_read(c->eval_path, &u->ck, err, sizeof(err)) != 0)
-        die("-e FILE names a checkpoint that -c wrote", "%s", err);
+    export_check_flags(c, argv0);
+    model_read_or_die(c->eval_path, c, &u->ck, 'e', argv0);  // a checkpoint, or a .safetensors file (run/export.h)
     const CheckpointMeta *m = &u->ck.meta;
     int same = c->L == m->L;
     for (int l = 0; same && l <= m->L; l++) same = c->sizes[l] == m->sizes[l];
     if (c->sizes_given && !same) usage_error(argv0, "-m contradicts the model in %s: leave -m out", c->eval_path);
-    if (!c->num_predict) {  // pictures only: no dataset needed
+    u->export_only = c->export_path[0] && !c->data_dir[0] && !c->num_predict && !c->grid_path[0];
+    if (!u->export_only && !c->num_predict) {  // -E alone, or pictures only: no dataset needed
         // the data is compared with the model in the model's terms below: load_datasets_or_die fits
         // the sizes to the data (sizes_given 0), which then must agree with the checkpoint
         c->sizes_given = 0;
         load_datasets_or_die(c, argv0, &u->train, &u->test);
         u->have_data = 1;
+        import_fit_data(&u->ck, &u->test, c->data_dir, argv0);  // an imported model: what its metadata left out
         if (checkpoint_data_contradiction(&u->ck, &u->test, c->data_dir, 0, err, sizeof(err)) != 0)
             usage_error(argv0, "%s: evaluate it on data of its own shape (-d)", err);
         memcpy(u->test.class_names, m->class_names, sizeof(m->class_names));  // the names the model learnt
+    } else if (c->num_predict) {
+        import_for_pictures(&u->ck);
     }
     c->L = m->L;
     memcpy(c->sizes, m->sizes, sizeof(int) * (size_t)(m->L + 1));
     c->act = m->act;
     c->sizes_given = 1;
+    if (c->export_path[0]) export_model_or_die(c, &u->ck);
 }
 
 // what the checkpoint's model takes as a picture
@@ -101,6 +108,10 @@ static inline ImageSpec use_image_spec(const Use *u) {
 // The report of -e (and -i's grid), or -p's pictures. Returns the exit code: 0, or 1 when a
 // picture or the grid could not be read or written (each says why in one line).
 static inline int use_run(Use *u, void *model, ForwardLogits forward) {
+    if (u->export_only) {  // -E alone: written already
+        checkpoint_free(&u->ck);
+        return 0;
+    }
     const CheckpointMeta *m = &u->ck.meta;
     const int D = m->sizes[0], C = m->sizes[m->L];
     float *x = (float *)mallocCheck((size_t)USE_BATCH * D * sizeof(float));
@@ -108,6 +119,8 @@ static inline int use_run(Use *u, void *model, ForwardLogits forward) {
     float *probs = (float *)mallocCheck((size_t)C * sizeof(float));
     char err[2048];
     int rc = 0;
+    // the model's input: pixel / 255 as the trainers compute it, or the imported model's own scaling
+    const int plain = m->input_scale == 1.0f / 255.0f && m->input_offset == 0.0f;
     if (u->cfg->num_predict) {
         ImageSpec spec = use_image_spec(u);
         printf("%s: a %s model of %s (%d classes)\n", u->ck.path, m->dataset_name,
@@ -129,6 +142,7 @@ static inline int use_run(Use *u, void *model, ForwardLogits forward) {
                 fprintf(stderr, "warning: %s: the prepared picture is one flat value, with nothing to recognise: its "
                         "prediction means nothing\n", path);
             }
+            for (int i = 0; !plain && i < D; i++) x[i] = roundf(x[i] * 255.0f) * m->input_scale + m->input_offset;
             forward(model, x, 1, logits);
             softmax_probs(logits, C, probs);
             print_top_classes(stdout, path, probs, C, &m->class_names[0][0], C < 3 ? C : 3);
@@ -139,7 +153,10 @@ static inline int use_run(Use *u, void *model, ForwardLogits forward) {
         double total = 0;
         for (long start = 0; start < t->n; start += USE_BATCH) {
             int n = t->n - start < USE_BATCH ? (int)(t->n - start) : USE_BATCH;
-            for (size_t i = 0; i < (size_t)n * D; i++) x[i] = t->images[(size_t)start * D + i] / 255.0f;
+            for (size_t i = 0; i < (size_t)n * D; i++) {
+                uint8_t pixel = t->images[(size_t)start * D + i];
+                x[i] = plain ? pixel / 255.0f : pixel * m->input_scale + m->input_offset;
+            }
             forward(model, x, n, logits);
             for (int b = 0; b < n; b++) {  // each row's loss (logsumexp - the label's logit) and argmax
                 const float *z = logits + (size_t)b * C;

@@ -17,11 +17,7 @@ run/report.h, run/signals.h), tested directly, with no trainer binary:
      temporary file behind;
   5. the report of -e on a small hand-made case and the top-3 line of -p, compared as text;
   6. SIGINT, SIGTERM and SIGHUP: the first sets the flag, the second kills; SIGPIPE sets the flag
-     and is then ignored; the exit codes and the stop message;
-  7. dev/checkpoint_to_pytorch.py --numpy on checkpoints of small CPU models (each activation)
-     gets as many test images right as evaluate_cpu, on a synthetic IDX test set written here
-     (skipped when python3 or numpy is missing); so does its PyTorch path where PyTorch is
-     installed (the GPU machine; run on its CPU), else that is counted as skipped.
+     and is then ignored; the exit codes and the stop message.
 Usage: tests/bin/test_checkpoint   (from the repository root, where make test runs it;
        KEEP_TMP=1 keeps its temporary directory)
 */
@@ -784,133 +780,6 @@ static void test_signals(void) {
 }
 
 // ----------------------------------------------------------------------------
-// 7. the Python loader agrees with evaluate_cpu
-
-// big-endian IDX header then the bytes; gz: through zlib
-static int write_idx(const char *path, int gz, const uint32_t *dims, int ndims, const uint8_t *data, size_t n) {
-    uint8_t head[16] = {0, 0, 8, (uint8_t)ndims};
-    for (int d = 0; d < ndims; d++)
-        for (int k = 0; k < 4; k++) head[4 + 4 * d + k] = (uint8_t)(dims[d] >> (24 - 8 * k));
-    size_t hn = 4 + 4 * (size_t)ndims;
-    if (gz) {
-        gzFile g = gzopen(path, "wb");
-        if (!g) return -1;
-        int ok = gzwrite(g, head, (unsigned)hn) == (int)hn && gzwrite(g, data, (unsigned)n) == (int)n;
-        return gzclose(g) == Z_OK && ok ? 0 : -1;
-    }
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    int ok = fwrite(head, 1, hn, f) == hn && fwrite(data, 1, n, f) == n;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
-
-// runs cmd, its stdout and stderr into out; returns the exit status
-static int run_capture(const char *cmd, char *out, size_t n) {
-    char full[2048];
-    snprintf(full, sizeof(full), "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) return -1;
-    size_t k = fread(out, 1, n - 1, p);
-    out[k] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static void test_python_loader(void) {
-    section("dev/checkpoint_to_pytorch.py --numpy against evaluate_cpu");
-    const char *script = "dev/checkpoint_to_pytorch.py";
-    char out[8192];
-    if (!file_exists(script)) {
-        skip("%s not found: run from the repository root", script);
-        return;
-    }
-    if (run_capture("python3 -c 'import numpy'", out, sizeof(out)) != 0) {
-        skip("numpy is not installed (pip install numpy, or apt-get install python3-numpy)");
-        return;
-    }
-    // the synthetic test set: 300 pictures of 5x6, 5 classes; images raw, labels gzip'ed
-    Dataset gen, test;
-    make_dataset(&gen, 300, 5, 6, 5, 2);
-    char dir[600], path[700], err[1400];
-    snprintf(dir, sizeof(dir), "%s/idx", tmpdir);
-    mkdir(dir, 0700);
-    uint32_t idims[3] = {300, 5, 6}, ldims[1] = {300};
-    snprintf(path, sizeof(path), "%s/t10k-images-idx3-ubyte", dir);
-    int ok = write_idx(path, 0, idims, 3, gen.images, 300 * 30) == 0;
-    snprintf(path, sizeof(path), "%s/t10k-labels-idx1-ubyte.gz", dir);
-    ok = ok && write_idx(path, 1, ldims, 1, gen.labels, 300) == 0;
-    dataset_free(&gen);
-    if (!ok || idx_load(dir, "test", &test, err, sizeof(err)) != 0) {
-        check(0, "writing and reading the synthetic IDX test set: %s", ok ? err : "write failed");
-        return;
-    }
-    int torch = 1;  // until the script says PyTorch is not installed (importing it costs seconds: once less)
-    for (int act = 0; act < 3; act++) {
-        ModelCPU m;
-        Config c;
-        make_model(&m, &c, &train, act, 20);
-        double loss = 0, acc = 0;
-        evaluate_cpu(&m, &test, &loss, &acc);
-        long correct = lround(acc * test.n);
-        CheckpointMeta mm;
-        checkpoint_meta_init(&mm, &c, &train, "test_checkpoint");
-        Rng r;
-        rng_seed(&r, c.seed, 1);
-        checkpoint_set_progress(&mm, 1, 0, 20, &r);
-        snprintf(path, sizeof(path), "%s/py_%s.bin", tmpdir, ACT_NAMES[act]);
-        if (checkpoint_write(path, &mm, m.params, m.mbuf, m.num_params, err, sizeof(err)) != 0) {
-            check(0, "writing %s: %s", path, err);
-            model_free_cpu(&m);
-            continue;
-        }
-        // the numpy forward pass, and PyTorch's when it is installed
-        for (int use_torch = 0; use_torch <= torch; use_torch++) {
-            char cmd[2000];
-            // (PyTorch on the CPU: starting CUDA three times would cost seconds and check nothing more here)
-            snprintf(cmd, sizeof(cmd), "python3 %s %s %s --eval %s", script, path,
-                     use_torch ? "--device cpu" : "--numpy", dir);
-            int rc = run_capture(cmd, out, sizeof(out));
-            if (use_torch && rc != 0 && strstr(out, "PyTorch is not installed")) {
-                torch = 0;
-                break;
-            }
-            const char *line = strstr(out, "test accuracy ");
-            long py_correct = -1, py_n = -1;
-            double py_acc = 0, py_loss = -1;
-            if (line)
-                sscanf(line, "test accuracy %lf%% (%ld of %ld) | test loss %lf", &py_acc, &py_correct, &py_n, &py_loss);
-            // the loss is printed to 4 decimals; the two forward passes differ in the 6th or 7th digit
-            check(rc == 0 && py_correct == correct && py_n == test.n && fabs(py_loss - loss) < 1e-4,
-                  "%s: %s gets %ld of %ld right, loss %.4f; evaluate_cpu %ld of %d, loss %.6f%s%s", ACT_NAMES[act],
-                  use_torch ? "PyTorch" : "numpy", py_correct, py_n, py_loss, correct, test.n, loss, rc ? "\n" : "",
-                  rc ? out : "");
-        }
-        model_free_cpu(&m);
-    }
-    if (!torch) skip("PyTorch is not installed: only the numpy forward pass was compared");
-    dataset_free(&test);
-    // the script refuses a damaged file as the C reader does
-    size_t n = 0;
-    snprintf(path, sizeof(path), "%s/py_relu.bin", tmpdir);
-    uint8_t *b = read_bytes(path, &n);
-    snprintf(path, sizeof(path), "%s/py_damaged.bin", tmpdir);
-    if (b) {
-        b[n / 2] ^= 1;
-        write_bytes(path, b, n);
-        char cmd[1000];
-        snprintf(cmd, sizeof(cmd), "python3 %s %s --numpy", script, path);
-        int rc = run_capture(cmd, out, sizeof(out));
-        check(rc == 1 && strstr(out, "corrupt: CRC-32 of its first"), "a flipped byte: the script says \"%.*s\"",
-              (int)strcspn(out, "\n"), out);
-        write_bytes(path, b, n - 100);
-        rc = run_capture(cmd, out, sizeof(out));
-        check(rc == 1 && strstr(out, "truncated: the file has"), "truncated: the script says \"%.*s\"",
-              (int)strcspn(out, "\n"), out);
-        free(b);
-    }
-}
-
-// ----------------------------------------------------------------------------
 
 int main(void) {
     double t0 = now_seconds();
@@ -925,7 +794,6 @@ int main(void) {
     test_failed_writes();
     test_report();
     test_signals();
-    test_python_loader();
     model_free_cpu(&model);
     dataset_free(&train);
     free(good);

@@ -44,7 +44,7 @@ Usage: tests/bin/test_run [TRAINER [CPU_TRAINER]]   (default ./train_mlp_cpu)
 #include "../train_mlp_cpu.c"
 #include "check.h"
 #include "ckpt_v1.h"  // checkpoint_as_version1
-#include "idx_write.h"  // write_idx_split
+#include "fixtures.h"  // make_data, make_data_side, write_cifar_and_folder, shell_capture, line_with
 
 #include <dirent.h>
 #include <limits.h>
@@ -57,31 +57,6 @@ static const char *bin = "./train_mlp_cpu", *cpu_bin = "./train_mlp_cpu";
 // ----------------------------------------------------------------------------
 // helpers
 
-// A learnable dataset of side x side images and 4 classes: class c lights up quadrant c a little,
-// under enough noise that a small model still makes a few mistakes (for -i's grid).
-static void make_data_side(const char *dir, int ntrain, int ntest, int side) {
-    mkdir(dir, 0777);
-    Rng rng;
-    rng_seed(&rng, 99, 5);
-    const int D = side * side, h = side / 2;
-    for (int split = 0; split < 2; split++) {
-        int n = split ? ntest : ntrain;
-        uint8_t *img = (uint8_t *)mallocCheck((size_t)n * D), *lab = (uint8_t *)mallocCheck((size_t)n);
-        for (int i = 0; i < n; i++) {
-            int c = (int)rng_below(&rng, 4);
-            lab[i] = (uint8_t)c;
-            for (int p = 0; p < D; p++) {
-                int r = p / side, q = p % side, quad = (r >= h) * 2 + (q >= h);
-                img[(size_t)i * D + p] = (uint8_t)((quad == c ? 70 : 0) + rng_below(&rng, 180));
-            }
-        }
-        write_idx_split(dir, split, img, lab, n, side, side);
-        free(img);
-        free(lab);
-    }
-}
-static void make_data(const char *dir, int ntrain, int ntest) { make_data_side(dir, ntrain, ntest, 8); }
-
 // Runs `bin args` through the shell; returns the exit status (128 + n for a signal), and the
 // output (stdout and stderr together) in out.
 static int run(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -92,27 +67,8 @@ static int run(char *out, size_t outlen, const char *fmt, ...) {
     vsnprintf(args, sizeof(args), fmt, ap);
     va_end(ap);
     snprintf(path, sizeof(path), "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof(cmd), "%s %s >%s 2>&1", bin, args, path);
-    int status = system(cmd);
-    out[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(out, 1, outlen - 1, f);
-        out[n] = '\0';
-        fclose(f);
-    }
-    if (status == -1) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// the last line of a text that contains needle (for the messages in checks)
-static const char *line_with(const char *text, const char *needle, char *buf, size_t n) {
-    const char *p = strstr(text, needle);
-    if (!p) return "(not found)";
-    while (p > text && p[-1] != '\n') p--;
-    size_t k = strcspn(p, "\n");
-    snprintf(buf, n, "%.*s", (int)(k < n ? k : n - 1), p);
-    return buf;
+    snprintf(cmd, sizeof(cmd), "%s %s", bin, args);
+    return shell_capture(cmd, path, out, outlen);
 }
 
 // The loss column of every step line of a run's output, as one string (timings differ run to run)
@@ -529,47 +485,9 @@ static void test_holdout_and_sizes(void) {
           "epoch_plan(2^31 - 1 items, batch 64): %d steps, the last of %d, %ld samples", p.steps, p.last_bs, p.samples);
 }
 
-// 10. the other kinds of data: the small dataset as CIFAR-10 binary files (each 8x8 image at the
-// top left of a 32x32 field, gray copied into R, G and B) and as an image folder of PNGs; the
-// trainer learns from each, and a GPU trainer reaches the CPU trainer's accuracy on each
-static void write_cifar_and_folder(const char *cifar, const char *folder) {
-    Dataset tr, te;
-    char err[1400], path[900];
-    if (dataset_load_both(data, &tr, &te, err, sizeof(err)) != 0) die("", "%s", err);
-    mkdir(cifar, 0777);
-    mkdir(folder, 0777);
-    for (int split = 0; split < 2; split++) {
-        const Dataset *d = split ? &te : &tr;
-        snprintf(path, sizeof(path), "%s/%s", cifar, split ? "test_batch.bin" : "data_batch_1.bin");
-        FILE *f = fopenCheck(path, "wb");
-        snprintf(path, sizeof(path), "%s/%s", folder, split ? "test" : "train");
-        mkdir(path, 0777);
-        for (int c = 0; c < 4; c++) {
-            snprintf(path, sizeof(path), "%s/%s/class%d", folder, split ? "test" : "train", c);
-            mkdir(path, 0777);
-        }
-        for (int i = 0; i < d->n; i++) {
-            uint8_t rec[3073];
-            memset(rec, 0, sizeof(rec));
-            rec[0] = d->labels[i];
-            for (int ch = 0; ch < 3; ch++)
-                for (int p = 0; p < 64; p++) rec[1 + ch * 1024 + (p / 8) * 32 + p % 8] = d->images[(size_t)i * 64 + p];
-            fwriteCheck(rec, 1, sizeof(rec), f, "the CIFAR-format file");
-            snprintf(path, sizeof(path), "%s/%s/class%d/%05d.png", folder, split ? "test" : "train", d->labels[i], i);
-            stbi_write_png(path, 8, 8, 1, d->images + (size_t)i * 64, 8);
-        }
-        fcloseCheck(f, "the CIFAR-format file");
-    }
-    for (int b = 2; b <= 5; b++) {  // CIFAR-10's training set is five files: the others, empty of records, are
-        snprintf(path, sizeof(path), "%s/data_batch_%d.bin", cifar, b);  // refused, so they repeat the first
-        char cmd[2000];
-        snprintf(cmd, sizeof(cmd), "cp %s/data_batch_1.bin %s", cifar, path);
-        if (system(cmd) != 0) die("", "cannot copy %s", path);
-    }
-    dataset_free(&tr);
-    dataset_free(&te);
-}
-
+// 10. the other kinds of data: the small dataset as CIFAR-10 binary files and as an image folder
+// of PNGs (tests/fixtures.h); the trainer learns from each, and a GPU trainer reaches the CPU
+// trainer's accuracy on each
 static double accuracy_of(const char *text) {
     const char *p = strstr(text, "final |");
     p = p ? strstr(p, "test accuracy ") : NULL;
@@ -581,7 +499,7 @@ static void test_data_kinds(void) {
     char cifar[600], folder[600], msg[512];
     snprintf(cifar, sizeof(cifar), "%s/cifar", tmpdir);
     snprintf(folder, sizeof(folder), "%s/folder", tmpdir);
-    write_cifar_and_folder(cifar, folder);
+    write_cifar_and_folder(data, cifar, folder);
     const char *dirs[] = {cifar, folder}, *names[] = {"CIFAR-10 format (3072 inputs)", "an image folder (64 inputs)"};
     for (int k = 0; k < 2; k++) {
         int rc = run(out, OUT_LEN, "-d %s -b 10 -n 3 -o %s/k.csv", dirs[k], tmpdir);

@@ -8,6 +8,9 @@ tests/fuzz/fuzz.h: the entry points of the fuzz targets, one per reader of outsi
     fuzz_folder       pictures in an image folder: folder_load of train/ and test/
     fuzz_checkpoint   a checkpoint's bytes: checkpoint_parse, the CRC-32 optionally made right
     fuzz_args         a command line: config_parse, argv split on spaces and NULs
+    fuzz_safetensors  a safetensors file: safetensors_parse (and its JSON parser), then
+                      safetensors_copy; the first byte can make the header's length right
+    fuzz_json         JSON text: json_parse, then every string decoded and every number read
 
 Each takes the fuzzer's bytes and returns 0 (accepted) or -1 (refused, with a one-line message in
 msg); anything else, a crash or a sanitizer report, is a bug. What is accepted is checked too
@@ -38,6 +41,7 @@ themselves are the same code.
 
 #include "../../run/args.h"
 #include "../../run/checkpoint.h"
+#include "../../run/safetensors.h"
 #include "../../data/dataset.h"
 
 // An accepted input that breaks what the reader promises: abort, which the fuzzer reports
@@ -473,6 +477,63 @@ static inline int fuzz_args(const uint8_t *data, size_t size, char *msg, size_t 
 // ----------------------------------------------------------------------------
 // the table: name (the corpus and regression directories' names) -> entry point
 
+// ----------------------------------------------------------------------------
+// safetensors (run/safetensors.h) and its JSON parser
+
+// The first byte: bit 0 set, the 8-byte header length is computed here, so that the rest is the
+// header's text up to its last '}' and then the tensors' bytes (mutations then reach the JSON and
+// the fields rather than the length); clear, the rest is the file as it is.
+static inline int fuzz_safetensors(const uint8_t *data, size_t size, char *msg, size_t msglen) {
+    int fix_len = size > 0 && (data[0] & 1);
+    const uint8_t *in = size > 0 ? data + 1 : data;
+    size_t len = size > 0 ? size - 1 : 0, n = len;
+    uint8_t *buf = (uint8_t *)malloc(len + 8);
+    if (!buf) abort();
+    if (fix_len) {
+        size_t h = len;
+        while (h > 0 && in[h - 1] != '}') h--;
+        ck_put_u64(buf, h);
+        memcpy(buf + 8, in, len);
+        n = len + 8;
+    } else {
+        memcpy(buf, in, len);
+    }
+    SafetensorsInfo info;
+    int rc = safetensors_parse(buf, n, &info, msg, msglen);
+    if (rc == 0) {  // an accepted file: a model of at most MAX_LAYERS layers, its bytes inside the file
+        const CheckpointMeta *m = &info.meta;
+        fuzz_require(m->L >= 1 && m->L <= MAX_LAYERS && m->sizes[m->L] <= MAX_CLASSES);
+        fuzz_require(info.data_start + m->num_params * 2 <= n);
+        float *p = (float *)malloc(2 * m->num_params * sizeof(float));
+        if (!p) abort();
+        rc = safetensors_copy(buf, &info, p, p + m->num_params, msg, msglen);
+        for (size_t i = 0; rc == 0 && i < 2 * m->num_params; i++) fuzz_require(isfinite(p[i]));
+        free(p);
+    }
+    free(buf);
+    return fuzz_refused(rc, msg);
+}
+
+static inline int fuzz_json(const uint8_t *data, size_t size, char *msg, size_t msglen) {
+    int cap = (int)(size / 2 + 2);
+    JsonTok *tok = (JsonTok *)malloc(sizeof(JsonTok) * (size_t)cap);
+    if (!tok) abort();
+    int nt = json_parse((const char *)data, size, tok, cap, msg, msglen);
+    for (int i = 0; i < nt; i++) {  // every token inside the text, every subtree's end after its start
+        fuzz_require(tok[i].start + tok[i].len <= size && tok[i].next > i && tok[i].next <= nt);
+        if (tok[i].type == JSON_STRING) {
+            char out[256];
+            int k = json_string((const char *)data, &tok[i], out, sizeof(out));
+            fuzz_require(k < 0 || (size_t)k == strlen(out));
+            if (k >= 0) fuzz_require(utf8_valid_len((const unsigned char *)out, (size_t)k + 1) > 0 || k == 0);
+        }
+        uint64_t v;
+        if (json_uint((const char *)data, &tok[i], &v) == 0) fuzz_require(v < ((uint64_t)1 << 53));
+    }
+    free(tok);
+    return fuzz_refused(nt < 0 ? -1 : 0, msg);
+}
+
 typedef int (*FuzzEntry)(const uint8_t *data, size_t size, char *msg, size_t msglen);
 typedef struct {
     const char *name;
@@ -482,6 +543,7 @@ typedef struct {
 static const FuzzTarget FUZZ_TARGETS[] = {
     {"idx_raw", fuzz_idx_raw},   {"idx_gz", fuzz_idx_gz},         {"cifar", fuzz_cifar}, {"image", fuzz_image},
     {"folder", fuzz_folder},     {"checkpoint", fuzz_checkpoint}, {"args", fuzz_args},
+    {"safetensors", fuzz_safetensors}, {"json", fuzz_json},
 };
 #define NUM_FUZZ_TARGETS ((int)(sizeof(FUZZ_TARGETS) / sizeof(FUZZ_TARGETS[0])))
 

@@ -417,6 +417,65 @@ static void args_seeds(void) {
     save("args", "nul_separated", &nul);
 }
 
+// ----------------------------------------------------------------------------
+// safetensors files, and JSON
+
+// a 3,2,2 model's file: header text, then 14 values of the dtype (2 or 4 bytes each), or 28 with
+// momentum; mode: the fuzz target's first byte (1: it computes the header length)
+static Buf safetensors_bytes(int mode, const char *header, int bytes_per_value, int values) {
+    Buf b = {0};
+    put8(&b, mode);
+    if (!(mode & 1)) {
+        uint8_t len8[8];
+        ck_put_u64(len8, strlen(header));
+        put(&b, len8, 8);
+    }
+    put(&b, header, strlen(header));
+    for (int i = 0; i < values * bytes_per_value; i++) put8(&b, bytes_per_value == 4 && i % 4 == 3 ? 0x3e : (i * 13) & 0x3f);
+    return b;
+}
+
+static void safetensors_seeds(void) {
+    const char *f32 = "{\"__metadata__\":{\"format\":\"pt\",\"sizes\":\"3,2,2\",\"activation\":\"relu\","
+                      "\"classes\":\"[\\\"a\\\", \\\"b\\\"]\",\"input\":\"3,1,1,interleaved\",\"data\":\"folder\","
+                      "\"dataset\":\"tiny\",\"scale\":\"0.00392156886\",\"offset\":\"0\"},"
+                      "\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                      "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]},"
+                      "\"2.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[32,48]},"
+                      "\"2.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[48,56]}}";
+    const char *f16 = "{\"1.weight\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+                      "\"1.bias\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[12,16]},"
+                      "\"3.weight\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[16,24]},"
+                      "\"3.bias\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[24,28]}}";
+    const char *mom = "{\"__metadata__\":{\"activation\":\"tanh\"},"
+                      "\"0.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                      "\"0.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]},"
+                      "\"momentum.0.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[32,56]},"
+                      "\"momentum.0.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[56,64]}}";
+    Buf b = safetensors_bytes(0, f32, 4, 14);
+    save("safetensors", "f32_3_2_2_metadata", &b);
+    b = safetensors_bytes(1, f32, 4, 14);
+    save("safetensors", "f32_3_2_2_metadata_mode1", &b);
+    b = safetensors_bytes(1, f16, 2, 14);
+    save("safetensors", "f16_bf16_flatten_mode1", &b);
+    b = safetensors_bytes(0, mom, 4, 16);
+    save("safetensors", "momentum_one_layer", &b);
+    b = safetensors_bytes(1, mom, 4, 15);
+    save("safetensors", "momentum_short_mode1", &b);
+    const char *json[][2] = {
+        {"object", "{\"a\": [1, -2.5e+3, true, false, null], \"b\": {\"c\": \"\\u00e9\\ud83d\\ude00\\n\"}}"},
+        {"numbers", "[0, -0, 1.5, 2E10, 9007199254740991, 9007199254740992, 123456789012345678901234567890]"},
+        {"escapes", "\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u0041 caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"nested", "[[[[[[[[[[[[[[[[[[[[{}]]]]]]]]]]]]]]]]]]]]"},
+        {"classes", "[\"T-shirt/top\", \"Trouser\", \"Pullover\"]"},
+    };
+    for (size_t i = 0; i < sizeof(json) / sizeof(json[0]); i++) {
+        Buf j = {0};
+        put(&j, json[i][1], strlen(json[i][1]));
+        save("json", json[i][0], &j);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s DIR (tests/fuzz/corpus)\n", argv[0]);
@@ -429,6 +488,7 @@ int main(int argc, char **argv) {
     picture_seeds();
     checkpoint_seeds();
     args_seeds();
+    safetensors_seeds();
     printf("seed corpora written to %s\n", root);
     return 0;
 }
