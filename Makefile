@@ -78,7 +78,9 @@ ifneq ($(NVCC_PATH),)
     ARCH_NOTE := none detected: building for sm_90 (override: make GPU_ARCH=80)
   endif
   NVCC_NOTE := ✓ nvcc $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  CUDA_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu dev/bin/fused_profile
+  # what make test runs; make (all) builds the dev tools too
+  CUDA_TEST_TARGETS := train_mlp train_mlp_fast test_mlp tests/bin/test_multi_gpu
+  CUDA_TARGETS := $(CUDA_TEST_TARGETS) dev/bin/fused_profile
   # CUPTI (the toolkit's profiling interface), for the dev tool dev/bin/libtimeline.so: its headers
   # beside nvcc's, or in the toolkit's extras/CUPTI; a toolkit without it leaves the tool out
   CUPTI_DIR := $(firstword $(foreach d,$(dir $(NVCC_PATH))../extras/CUPTI $(dir $(NVCC_PATH))..,$(if $(wildcard $(d)/include/cupti.h),$(d))))
@@ -89,6 +91,7 @@ else
   ARCH_NOTE := no CUDA build (CPU only)
   NVCC_NOTE := ✗ nvcc (CPU only: the GPU trainers and test_mlp are not built$(if $(filter none,$(NVCC)),: NVCC=none,))
   CUDA_TARGETS :=
+  CUDA_TEST_TARGETS :=
 endif
 
 # NCCL, for train_mlp_fast -g (data-parallel training on several GPUs): NCCL_HOME=DIR (its include/
@@ -243,11 +246,11 @@ tests/bin/san/train_mlp_cpu: train_mlp_cpu.c $(COMMON_H)
 # that run the CPU trainer take its path as their argument. Each binary ends with a line
 # "N passed, N failed[, N skipped]"; the last line of make test adds them up (a binary that ended
 # without one, a crash, counts as one failure), so a run whose tests all skipped says so.
-test: train_mlp_cpu $(CPU_TESTS) $(if $(SAN_CC),tests/bin/san/train_mlp_cpu) $(SAN_TESTS) $(CUDA_TARGETS)
+test: train_mlp_cpu $(CPU_TESTS) $(if $(SAN_CC),tests/bin/san/train_mlp_cpu) $(SAN_TESTS) $(CUDA_TEST_TARGETS)
 	@$(if $(SAN_CC),,echo "(no clang here: the CPU tests under AddressSanitizer and UBSan are skipped)";) \
 	failed=""; P=0; F=0; S=0; log=$$(mktemp); \
 	for t in $(foreach t,$(CPU_TESTS),"$(t) ./train_mlp_cpu") $(foreach t,$(SAN_TESTS),"$(t) tests/bin/san/train_mlp_cpu") \
-	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TARGETS),./test_mlp "tests/bin/test_run ./train_mlp" \
+	         "$(PYTHON) dev/check_docs.py" $(if $(CUDA_TEST_TARGETS),./test_mlp "tests/bin/test_run ./train_mlp" \
 	         "tests/bin/test_run ./train_mlp_fast" "tests/bin/test_properties ./train_mlp_cpu ./train_mlp ./train_mlp_fast" \
 	         "tests/bin/test_multi_gpu ./train_mlp_fast",); do \
 	  echo; echo "=== $$t"; \
