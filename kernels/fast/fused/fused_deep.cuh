@@ -70,6 +70,9 @@ as the GPU holds at once).
 #include "deep_tma.cuh"           // fd_tma_tile, fd_tma_init
 #include "fused_step.cuh"         // FusedPlan
 
+// ----------------------------------------------------------------------------
+// the grid barrier and the kernel
+
 // the grid barrier's arrivals since the launch began (fused_deep_steps zeroes it before each launch, in
 // its stream: one launch of this kernel at a time on a device, as the trainer's one stream runs them)
 __device__ unsigned fd_sync_count;
