@@ -177,10 +177,11 @@ else
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_SIMPLE) $(NVCC_HOSTFLAGS) $< $(CUDA_LDLIBS) -o $@
 endif
 
+# (-compress-all: nvcc's default leaves some objects' fatbins uncompressed, a larger binary for the same code)
 build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
 	@mkdir -p build/fast
 	$(call SLOW_NVCC,$<,the fast trainer and test_mlp)
-	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -Xfatbin -compress-all -c $< -o $@
 
 train_fast: train_mlp_fast
 train_mlp_fast: train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)

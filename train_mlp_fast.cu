@@ -60,7 +60,7 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "kernels/softmax_xent.cuh"           // softmax_xent_eval_kernel, sum_two_kernel (evaluation)
 #include "kernels/fast/fused/fused_deep.cuh"  // fused_deep_plan, fused_deep_steps: the same for deeper models
 #include "kernels/fast/fused/fused_step.cuh"  // fused_step_plan, fused_steps: a run of steps in one kernel (-f 2)
-#include "kernels/fast/matmul/matmul_fast.h"  // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
+#include "kernels/fast/matmul/matmul.cuh"     // matmul_forward_fast, matmul_backward_dinp_fast / _dweight_fast
 #include "kernels/fast/ops/dbias.cuh"         // matmul_backward_dbias_fast: bias gradient + SGD step
 #include "kernels/fast/ops/gather.cuh"        // gather_batch_step, gather_rows_fast
 #include "kernels/fast/ops/head.cuh"          // head_forward_backward, head_batch_sums

@@ -26,7 +26,7 @@ Kernels:
 // One row, the math of softmax_xent_forward_backward_cpu: writes the row's dlogits (C) when
 // drow is not NULL and returns the row's loss. Every softmax kernel here and in kernels/fast/
 // goes through this function, but for the fused steps' heads, which spread a row over a warp's lanes:
-// kernels/fast/fused/fused_deep.cuh's fd_head_job with the same arithmetic in the same order (the same
+// kernels/fast/fused/deep_head.cuh's fd_head_job with the same arithmetic in the same order (the same
 // bits), kernels/fast/fused/fused_step.cuh's adding the exponentials as a tree over the lanes.
 __device__ __forceinline__ float softmax_xent_row(float *drow, const float *z, int label, int C, int B) {
     float maxz = z[0];

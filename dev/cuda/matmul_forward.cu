@@ -22,7 +22,7 @@ through strides; 9-11 are the shipped launchers.
      shared memory and rounded to nearest (cvt.rna) on the way, sums in FP32
   8: version 7 on Hopper's wgmma (sm_90a): one warpgroup per 64x64 tile, both tiles read by the tensor
      cores straight from shared memory (k-contiguous, 128-byte swizzle), rounded in place first
-  9: kernels/fast/ in FP32 (fp32_tiles.cuh): cp.async pipeline of 3-4 stages with 16-byte copies, 8x8
+  9: kernels/fast/ in FP32 (matmul/ffma.cuh): cp.async pipeline of 3-4 stages with 16-byte copies, 8x8
      or 4x4 register blocks, tile size picked per shape to fill the SMs (planner.cuh), and split-K
      where the output is small: the K slices of a tile run as one thread-block cluster and add up
      their partial tiles through distributed shared memory in a fixed order (deterministic, no

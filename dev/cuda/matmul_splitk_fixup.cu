@@ -66,7 +66,7 @@ static void workspace_free(SplitKWorkspace* ws) {
 }
 
 // ----------------------------------------------------------------------------
-// the kernel: fp32_tiles.cuh's, ending in the fixup
+// the kernel: kernels/fast/matmul/ffma.cuh's, ending in the fixup
 
 // C (M, N) = epilogue(A . B), A (M, K) row-major, B (N, K) row-major (B_KC) or (K, N); blockIdx.z is
 // the K slice. Dynamic shared memory: mf_smem_floats(BM, BN, BK, ST, true, B_KC, 4) floats.
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
     const int kend = min(K, kbeg + kchunk);
     const int ntiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
 
-    // 1. this slice's partial tile, as in fp32_tiles.cuh
+    // 1. this slice's partial tile, as in ffma.cuh
     float acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; i++)

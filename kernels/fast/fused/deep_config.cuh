@@ -9,13 +9,11 @@ one wave of tiles over the SMs: the wide model at batch 256); doc/fast.md has th
 
 #include <stdint.h>
 
-#include "../../../common/mlp.h"    // MAX_LAYERS, PREC_*
-#include "../../activation.cuh"     // ACT_*
-#include "../../common.cuh"         // cudaCheck, CEIL_DIV
-#include "../matmul/configs.cuh"    // mf_smem_floats
-#include "../matmul/mma_tf32.cuh"   // mf_to_tf32
-#include "../matmul/wgmma_tma.cuh"  // CUtensorMap
-#include "../ops/head.cuh"          // HEAD_MAX_C
+#include "../../../common/mlp.h"  // MAX_LAYERS, PREC_*
+#include "../../activation.cuh"   // ACT_*
+#include "../../common.cuh"       // cudaCheck, CEIL_DIV
+#include "../matmul/matmul.cuh"   // MF_*, mf_smem_floats, mf_to_tf32, CUtensorMap
+#include "../ops/head.cuh"        // HEAD_MAX_C
 
 #define FD_POLL_NS 32       // ns the grid barrier's waiting threads sleep between polls of its count
 #define FD_THREADS 256      // 8 warps: the tiles' warp layouts below

@@ -9,7 +9,7 @@ gradient with its SGD step, the head layer's weight gradient, the step's mean lo
 
 #include "../../sgd.cuh"           // sgd_one
 #include "../../softmax_xent.cuh"  // block_sum_fixed_order
-#include "../matmul/pipeline.cuh"  // mf_cp16, mf_cp4, mf_cp_commit, mf_cp_wait
+#include "../matmul/matmul.cuh"    // mf_cp16, mf_cp4, mf_cp_commit, mf_cp_wait
 #include "../ops/float4.cuh"       // sgd_four, activation_grad_times4
 #include "../ops/gather.cuh"       // pixel_value, GATHER_*
 #include "../ops/head.cuh"         // head_fma4

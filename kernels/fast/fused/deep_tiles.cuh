@@ -7,10 +7,9 @@ layer's share of the head's logits (fd_head_part), which rides on its forward ti
 #ifndef MLP_FAST_DEEP_TILES_CUH
 #define MLP_FAST_DEEP_TILES_CUH
 
-#include "../matmul/epilogue.cuh"  // mf_epi_load, mf_epi_apply, mf_sgd_step_store4
-#include "../matmul/mma_tf32.cuh"  // mf_mma_sums, mf_mma_stage
-#include "../ops/round.cuh"        // mf_round_tf32
-#include "deep_config.cuh"         // the tiles' sizes, FusedDeepArgs
+#include "../matmul/matmul.cuh"  // mf_epi_load, mf_epi_apply, mf_sgd_step_store4, mf_mma_sums, mf_mma_stage
+#include "../ops/round.cuh"      // mf_round_tf32
+#include "deep_config.cuh"       // the tiles' sizes, FusedDeepArgs
 
 // One tile of a product, C (M, N) = epi(A . B), the layouts of MfProduct (A_KC, B_KC), at (m0, n0),
 // all of K: the sums (mf_mma_sums), then through shared memory to the epilogue (fd_epi_tile). The SGD

@@ -7,9 +7,9 @@ brought by the TMA instead of the threads.
 #ifndef MLP_FAST_DEEP_TMA_CUH
 #define MLP_FAST_DEEP_TMA_CUH
 
-#include "../matmul/wgmma_tma.cuh"  // mf_wgmma_tf32_n32_rs, mf_tma_load, mf_mbar_*
-#include "deep_config.cuh"          // FD_TMA_*, FdTmaMaps
-#include "deep_tiles.cuh"           // fd_epi_tile, fd_head_w_load
+#include "../matmul/matmul.cuh"  // mf_wgmma_tf32_n32_rs, mf_tma_load, mf_mbar_*
+#include "deep_config.cuh"       // FD_TMA_*, FdTmaMaps
+#include "deep_tiles.cuh"        // fd_epi_tile, fd_head_w_load
 
 #if defined(MF_WGMMA)
 // fd_tma_tile's barriers: full[s] (the copier's arrival and the stage's bytes), then empty[s] (the

@@ -49,7 +49,7 @@ enters the tensor cores (MF_TF32_ROUND), stores x and the hidden activations rou
 keeps the weights' TF32 copy, as -f 1 does, so both paths compute the same products (on a Hopper
 build the forward and dinp tiles read the stored activations or a rounded copy of the gradients,
 and the FP32 weights, through the TMA instead, and round W as it goes into registers, each tile
-split in K between the two blocks of a thread-block cluster: fd_tma_tile below); -x 2 (BF16)
+split in K between the two blocks of a thread-block cluster: fd_tma_tile, deep_tma.cuh); -x 2 (BF16)
 rounds the operands to BF16 (MF_BF16). The head, the losses, the sums over the batch and the SGD
 steps are FP32 in all three.
 
@@ -69,6 +69,9 @@ as the GPU holds at once).
 #include "deep_tiles.cuh"         // fd_tile
 #include "deep_tma.cuh"           // fd_tma_tile, fd_tma_init
 #include "fused_step.cuh"         // FusedPlan
+
+// ----------------------------------------------------------------------------
+// the grid barrier and the kernel
 
 // the grid barrier's arrivals since the launch began (fused_deep_steps zeroes it before each launch, in
 // its stream: one launch of this kernel at a time on a device, as the trainer's one stream runs them)

@@ -32,7 +32,7 @@ a block per slice and tile (blockIdx.z the slice), and the partial tiles are add
 #include "../ops/round.cuh"      // round_tf32, mf_bf16_bits
 
 // The float4 SGD epilogues' step (the deep fused step's weight-gradient tiles, fused_deep.cuh's fd_tile,
-// and the K-major TF32 kernels', wgmma_bf16.cuh's mf_wg_tf32_store4): W's float4 at i, from its values w
+// and the K-major TF32 kernels', wgmma_kmajor.cuh's mf_wg_tf32_store4): W's float4 at i, from its values w
 // and its momentum's mb, takes its step with gradient g (sgd_four), and both are stored back; w and mb
 // hold the new values after it (for the caller's rounded copies).
 __device__ __forceinline__ void mf_sgd_step_store4(const MatmulFastSgd &sg, size_t i, float4 &w, float4 &mb, float4 g) {

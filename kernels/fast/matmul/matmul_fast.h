@@ -1,7 +1,8 @@
 /*
 kernels/fast/matmul/matmul_fast.h: the fast matmuls of a linear layer, as their callers see them. Host
 code only: the kernels are compiled once, in the .cu files of kernels/fast/matmul/, and linked into the fast
-trainer, test_mlp and dev/cuda's benchmarks.
+trainer, test_mlp and dev/cuda's benchmarks. The fast trainer and the fused steps include it through
+the library's door, kernels/fast/matmul/matmul.cuh, with the device pieces their own kernels use.
 
 Key: B batch, IN input features, OUT output features. Everything is row-major.
     inp (B, IN), weight (OUT, IN) as PyTorch's nn.Linear stores it, bias (OUT), out (B, OUT)

@@ -41,7 +41,7 @@ Sums run in a fixed order (no K split, no atomics): the same bits every run.
 #include "pipeline.cuh"    // mf_cp_commit, mf_cp_wait, mf_prefetch
 
 // The configurations (ID, BM, BN, BK, WM, WN, ST, EFF, OCC): block tile BM x BN, K step BK, warps of
-// WM x WN, ST stages; EFF and OCC for the planner (matmul_fast_bf16.cu: blocks per SM it assumes, and
+// WM x WN, ST stages; EFF and OCC for the planner (copies_bf16.cu: blocks per SM it assumes, and
 // a relative speed per tile element). 128 x 256 moves the fewest bytes per multiply-add; 128 x 128
 // gives twice the tiles where the larger one would leave SMs idle.
 #define MF_BF16OPS_CONFIGS(X)                     \
