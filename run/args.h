@@ -27,7 +27,7 @@ and exit code 2 (EXIT_USAGE). config_parse() itself never exits, so the tests ca
 #define MAX_GPUS 64     // -g takes at most this many GPUs
 
 // How the fast GPU trainer runs its steps (-f); PATH_FUSED falls back to PATH_GRAPH for models the
-// fused steps do not take (kernels/fast/fused_step.cuh, kernels/fast/fused_deep.cuh) or would run
+// fused steps do not take (kernels/fast/fused/fused_step.cuh, kernels/fast/fused/fused_deep.cuh) or would run
 // slower than the graphs; PATH_FUSED_ANY only for models they cannot run
 enum { PATH_LAUNCH = 0, PATH_GRAPH = 1, PATH_FUSED = 2, PATH_FUSED_ANY = 3 };
 
