@@ -369,8 +369,14 @@ static inline void config_usage(FILE *f, const char *argv0, int prog) {
                "run, a write error or a full disk); 2 a bad command line or a refused output; 129 SIGHUP;\n"
                "130 Ctrl-C (SIGINT); 141 SIGPIPE; 143 SIGTERM.\n");
     if (prog == PROG_CPU)
-        fprintf(f, "\nThreads: OpenMP's (OMP_NUM_THREADS), spinning only briefly while they wait. On a machine that\n"
-                   "other programs keep busy, OMP_WAIT_POLICY=passive or OMP_NUM_THREADS=1 slow it down least.\n");
+        fprintf(f, "\nThreads: OpenMP's (OMP_NUM_THREADS), spinning only briefly while they wait (GOMP_SPINCOUNT\n"
+                   "unless it or OMP_WAIT_POLICY is set). On a machine that other programs keep busy,\n"
+                   "OMP_WAIT_POLICY=passive or OMP_NUM_THREADS=1 slow it down least.\n");
+    if (prog == PROG_FAST)
+        fprintf(f, "\nSeveral GPUs: -g N, or torchrun, mpirun or srun (their variables; MASTER_ADDR, MASTER_PORT,\n"
+                   "MLP_BOOTSTRAP_PORT, MLP_BOOTSTRAP_TIMEOUT, MLP_LIVENESS_TIMEOUT; CUDA_VISIBLE_DEVICES picks the\n"
+                   "GPUs): doc/multi_gpu.md.\n");
+    fprintf(f, "\nMLP_DEBUG=1: error lines also name the source file and line that found the problem.\n");
 }
 
 // The CPU trainer's command line for the same run as argv (a GPU trainer's), for the hint of a
