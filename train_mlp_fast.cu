@@ -1218,7 +1218,10 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
     cudaCheck(cudaSetDevice(dev));
     cudaCheck(cudaGetDeviceProperties(&prop, dev));
 
-    // the ranks meet: NCCL's id from rank 0, then the communicator
+    // the ranks meet: NCCL's id from rank 0, then the communicator. (The NCCL clean-up is registered
+    // first, so that it runs after run/job.h's exit handler: a rank that stops waits for rank 0's
+    // checkpoint with its communicator whole, and one that fails tells the others before aborting it.)
+    if (atexit(dp_abort_at_exit) != 0) die("", "atexit: cannot register the NCCL clean-up");
     if (job_connect(job) != 0) die(job->hint, "%s", job->err);
     stop_signals_install();  // (rank 0's again in run_start) a signal to any rank becomes the vote's
     stop_signals_keep();   // a launcher may pass the terminal's Ctrl-C on a second time
@@ -1235,7 +1238,6 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
     k.cfg = cfg;
     ncclCheck(nccl.CommInitRank(&k.comm, N, id, job->rank));
     dp_live_comm = k.comm;
-    if (atexit(dp_abort_at_exit) != 0) die("", "atexit: cannot register the NCCL clean-up");
 
     cudaCheck(cudaStreamCreate(&k.stream));
     cudaCheck(cudaStreamCreateWithFlags(&k.comm_stream, cudaStreamNonBlocking));
