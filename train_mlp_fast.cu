@@ -1150,8 +1150,9 @@ static void dp_rank_loop(Rank *k, RankZero *z, const RankStart *start, const Epo
                 log_losses(z->log, sum, n);
                 log_step(z->log, epoch, end, (ms_now - last_log_ms) / n);  // (exits if the run diverged)
                 last_log_ms = ms_now;
-                if (sig) stop_signal = sig;  // (the vote's signal, which may have reached another rank)
-                run_after_steps(z->run, z->log, epoch, end, steps, n);  // a stop: checkpoint, message, exit
+                // the vote's signal (it may have reached another rank), not this rank's own: one that
+                // came after this rank voted stops every rank at the next vote
+                run_after_steps_on(z->run, z->log, epoch, end, steps, n, sig);  // a stop: checkpoint, message, exit
             } else if (sig) {
                 exit(stop_exit_code(sig));  // (the exit waits for rank 0's checkpoint: run/job.h)
             }

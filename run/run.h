@@ -183,11 +183,12 @@ static inline int run_write_checkpoint(Run *r, int epochs_done, int step_in_epoc
 static inline void run_count_steps(Run *r, int n) { r->steps_total += (uint64_t)n; }
 
 // After n more steps, the last of them step `step` of `steps` in epoch `epoch`, and nothing after
-// them started: counts them, and when a signal has asked the run to stop (run/signals.h), writes
-// the checkpoint (with -c), the log's stop row, says so and exits 128 + the signal's number.
-static inline void run_after_steps(Run *r, RunLog *log, int epoch, int step, int steps, int n) {
+// them started: counts them, and when sig (a signal, or 0) says stop, writes the checkpoint (with
+// -c), the log's stop row, says so and exits 128 + the signal's number. sig comes from the caller:
+// run_after_steps' own signal, or the vote of the ranks of a run on several GPUs, which stop at the
+// same step whichever of them a signal reached
+static inline void run_after_steps_on(Run *r, RunLog *log, int epoch, int step, int steps, int n, int sig) {
     run_count_steps(r, n);
-    int sig = stop_requested();
     if (!sig) return;
     int written = step == steps ? run_write_checkpoint(r, epoch, 0, &r->shuffle)
                                 : run_write_checkpoint(r, epoch - 1, step, &r->epoch_start);
@@ -201,6 +202,11 @@ static inline void run_after_steps(Run *r, RunLog *log, int epoch, int step, int
     stop_message(sig, epoch, step, ck, written);
     run_unlock(r);
     exit(stop_exit_code(sig));
+}
+
+// ... when a signal has asked this process to stop (run/signals.h)
+static inline void run_after_steps(Run *r, RunLog *log, int epoch, int step, int steps, int n) {
+    run_after_steps_on(r, log, epoch, step, steps, n, stop_requested());
 }
 
 // After an epoch (and its evaluation): -c's checkpoint. A checkpoint that cannot be written ends
