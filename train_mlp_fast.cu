@@ -1193,7 +1193,10 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
     // rank 0 runs the run: -r's checkpoint and the settings it holds, -c and -o; the others read
     // -r's settings too (the same checkpoint, read only), and write nothing
     Run run;
-    if (!r0) cfg->ckpt_path[0] = cfg->log_path[0] = cfg->grid_path[0] = '\0';
+    if (!r0) {
+        cfg->ckpt_path[0] = cfg->log_path[0] = cfg->grid_path[0] = '\0';
+        cfg->writes_nothing = 1;
+    }
     run_begin(&run, cfg, argc, argv, PROG_FAST);
     const int B = cfg->batch;
     char msg[512];

@@ -57,6 +57,8 @@ typedef struct {
     int num_predict;       // -p: pictures to classify with -e's model
     char predict[MAX_PREDICT][1024];
     int replace;           // -F 1: -o, -c, -i may replace an existing file that is not of their kind
+    int writes_nothing;    // not a flag: a rank of a run on several GPUs other than rank 0, which
+                           // writes no output, so none is checked (run/train.h outputs_check)
     char export_path[1024];// -E: with -e, write the model to this .safetensors or .onnx file
     int export_momentum;   // -K 1: -E's safetensors file also holds the momentum buffers
 } Config;

@@ -22,6 +22,7 @@ an epoch's steps, the settings box.
 // Refused: exit 2, one line naming the flag and the file. Called once the data directory is known,
 // before anything is loaded.
 static inline void outputs_check(const Config *c, const char *prog) {
+    if (c->writes_nothing) return;
     const char *inputs[MAX_PREDICT + 3];
     int n = 0;
     inputs[n++] = c->eval_path;
