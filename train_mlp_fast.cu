@@ -28,9 +28,10 @@ kept as TF32 values: model_forward says how); 2 BF16 tensor cores in the matmuls
 where only the matmuls' operands are rounded to BF16 (inside the kernels, as they are loaded) and
 everything else stays FP32: the weights (the "master weights"), the momentum and the update, the
 sums, the activations as stored, the loss and the softmax.
-Several GPUs (-g N): data parallel through NCCL, a host thread per GPU, each taking its share of
-every batch, the gradients summed over the GPUs before each step (the section "-g N" before main;
-built only where make found NCCL; without -g nothing of it runs).
+Several GPUs (-g N, or torchrun, mpirun, srun): data parallel through NCCL, a process per GPU, each
+taking its share of every batch, the gradients summed over the GPUs before each step (the section
+"several GPUs" before main, and run/job.h; NCCL is built in only where make found it, and loaded
+only by a run of several ranks).
 
 The data goes to the GPU once. Inside an epoch the host never copies or waits, except to print a
 log line. test_mlp checks every tensor of this trainer against train_mlp_cpu.c, step by step.
