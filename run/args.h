@@ -56,7 +56,7 @@ typedef struct {
     char grid_path[1024];  // -i: with -e, a PNG grid of misclassified test images
     int num_predict;       // -p: pictures to classify with -e's model
     char predict[MAX_PREDICT][1024];
-    int replace;           // -F 1: -o, -c, -i may replace an existing file that is not of their kind
+    int replace;           // -F 1: -o, -c, -i, -E may replace an existing file that is not of their kind
     int writes_nothing;    // not a flag: a rank of a run on several GPUs other than rank 0, which
                            // writes no output, so none is checked (run/train.h outputs_check)
     char export_path[1024];// -E: with -e, write the model to this .safetensors or .onnx file
@@ -118,8 +118,8 @@ static const ArgSpec ARGS[] = {
      "with -e: write a PNG grid (FILE ends in .png) of misclassified test images, with their true and predicted "
      "labels"},
     {'F', "0|1", ARG_INT, CFG(replace), 0, 1, PROG_ALL,
-     "1: let -o, -c and -i replace an existing file that is not of their kind (never an input of the run, never a "
-     "file in the data directory)"},
+     "1: let -o, -c, -i and -E replace an existing file that is not of their kind (never an input of the run, "
+     "never a file in the data directory)"},
     {'E', "FILE", ARG_PATH, CFG(export_path), 0, 0, PROG_ALL,
      "with -e: write the model to FILE, .safetensors (PyTorch's nn.Sequential names) or .onnx (an inference graph "
      "taking raw 0-255 pixels); evaluates too only with -d"},

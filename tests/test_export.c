@@ -518,13 +518,27 @@ static void test_flags(void) {
         {"-E over -e's own file", "-e %1$s -e %2$s/case0/model.safetensors -E %2$s/case0/model.safetensors"},
         {"-E into the data directory", "-e %1$s -d %2$s/idx -E %2$s/idx/x.onnx"},
         {"-c naming a .safetensors file", "-d %2$s/idx -c %1$s.safetensors"},
+        {"-E over a file of another kind (the user's notes)", "-e %1$s -E %2$s/notes.onnx"},
     };
+    char notes[700];   // an existing file that is not an export: -E leaves it alone, unless -F 1
+    snprintf(notes, sizeof(notes), "%s/notes.onnx", tmpdir);
+    FILE *f = fopenCheck(notes, "w");
+    fputs("my notes\n", f);
+    fcloseCheck(f, notes);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char args[2000];
         snprintf(args, sizeof(args), bad[i].args, ck, tmpdir);
         int rc = shell(out, OUT_LEN, "%s %s", bin, args);
         check(rc == 2 && count_lines(out) == 1, "%s: exit %d, \"%s\"", bad[i].what, rc, line_with(out, "error", msg, sizeof(msg)));
     }
+    f = fopenCheck(notes, "rb");
+    const int kept = fgetc(f) == 'm';
+    fcloseCheck(f, notes);
+    int rc = shell(out, OUT_LEN, "%s -e %s -E %s -F 1", bin, ck, notes);
+    f = fopenCheck(notes, "rb");
+    const int replaced = fgetc(f) == 0x08;   // an ONNX ModelProto opens with field 1, ir_version
+    fcloseCheck(f, notes);
+    check(kept && rc == 0 && replaced, "the notes were kept, and -F 1 replaced them with the export (exit %d)", rc);
 }
 
 // ----------------------------------------------------------------------------
