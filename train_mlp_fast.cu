@@ -1299,10 +1299,10 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
                      plan.steps);
         box_row("device", "rank 0 of %d: %s (sm_%d%d, %d SMs, %.0f GB)", N, prop.name, prop.major, prop.minor,
                 prop.multiProcessorCount, prop.totalGlobalMem / 1e9);
-        box_row("ranks", "%d (%s), one GPU each, data parallel through NCCL %d.%d.%d: %d rows of each batch per GPU",
-                N, job_launcher_name(job), nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
-        box_row("kernels (-f)", "%s", "fused, four streams (one for the all-reduces), launched step by step (no graphs "
-                                      "across ranks yet)");
+        // (each value within the box's width: a longer one loses its middle, NCCL's version with it)
+        box_row("ranks (data parallel)", "%d from %s, NCCL %d.%d.%d, %d rows a GPU", N, job_launcher_name(job),
+                nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
+        box_row("kernels (-f)", "%s", "fused, 4 streams, launched step by step (no graphs)");
         box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg->precision]);
         box_rule();
         long steps_to_do = (long)(cfg->epochs - run.first_epoch + 1) * plan.steps - (run.first_step - 1);
