@@ -1303,8 +1303,10 @@ static int job_spawn(int n, char **argv) {
 
     // wait for every rank; the lost one is the first to end abnormally, other than by losing a rank
     // (JOB_EXIT_LOST: those end a moment after it, maybe before this loop has seen it end)
-    int alive = started, lost = started < n ? started : -1, lost_status = 0, code = 0;
-    double kill_at = started < n ? now_seconds() : 0;
+    // A usage error that one rank alone found (rank 0's outputs, say) leaves the others waiting for
+    // it at the bootstrap: they are ended after the grace too, without a word (its line said why).
+    int alive = started, lost = started < n ? started : -1, lost_status = 0, code = 0, quiet = 0;
+    double kill_at = started < n ? now_seconds() : 0, quiet_at = 0;
     while (alive > 0) {
         int reaped = 0;
         for (int r = 0; r < started; r++) {
@@ -1312,8 +1314,10 @@ static int job_spawn(int n, char **argv) {
             if (job_children[r] <= 0 || waitpid(job_children[r], &st, WNOHANG) != job_children[r]) continue;
             job_children[r] = 0;
             alive--, reaped++;
+            if (quiet) continue;  // (ended by the spawner after a usage error)
             if (WIFEXITED(st) && job_ended_itself(WEXITSTATUS(st))) {
                 if (WEXITSTATUS(st) > code) code = WEXITSTATUS(st);
+                if (WEXITSTATUS(st) == EXIT_USAGE && !quiet_at) quiet_at = now_seconds() + JOB_SPAWN_GRACE;
             } else if (lost < 0 || (WIFEXITED(lost_status) && WEXITSTATUS(lost_status) == JOB_EXIT_LOST &&
                                     !(WIFEXITED(st) && WEXITSTATUS(st) == JOB_EXIT_LOST))) {
                 if (lost < 0) kill_at = now_seconds() + JOB_SPAWN_GRACE;
@@ -1324,6 +1328,11 @@ static int job_spawn(int n, char **argv) {
             for (int r = 0; r < started; r++)
                 if (job_children[r] > 0) kill(job_children[r], SIGKILL);
             kill_at = now_seconds() + 3600;
+        }
+        if (lost < 0 && quiet_at && alive > 0 && now_seconds() >= quiet_at) {
+            for (int r = 0; r < started; r++)
+                if (job_children[r] > 0) kill(job_children[r], SIGKILL);
+            quiet = 1, quiet_at = now_seconds() + 3600;
         }
         if (alive > 0 && !reaped) job_sleep(0.02);
     }

@@ -16,8 +16,9 @@ run/job.h, the ranks of a job, on this machine's loopback and in seconds (no GPU
      at their exit for rank 0 (its checkpoint) before they end, with exit 130;
   7. -g N: job_spawn starts this binary as three ranks (in its --child mode): the environment
      torchrun would give them, NVLS off; one killed with SIGKILL ends the job with a line naming
-     it; one that fails before the bootstrap gets the others killed after the spawner's grace;
-     SIGHUP to the spawner stops every rank cleanly; the spawner killed takes its ranks along;
+     it; one that fails before the bootstrap gets the others killed after the spawner's grace,
+     and so does rank 0's usage error (exit 2, its line alone); SIGHUP to the spawner stops every
+     rank cleanly; the spawner killed takes its ranks along;
   8. the real launchers where they are installed (mpirun, torchrun): three ranks of this binary
      meet under each (else skipped).
 Each case runs its ranks as processes with a time limit: a rank that hangs is killed and fails.
@@ -324,6 +325,10 @@ static int child_main(int argc, char **argv) {
     if (strcmp(mode, "early") == 0 && j.rank == 1) {  // ends before the bootstrap: no liveness yet
         fprintf(stderr, "error: rank 1 fails before the bootstrap, on purpose\n");
         return 5;
+    }
+    if (strcmp(mode, "usage") == 0 && j.rank == 0) {  // a usage error rank 0 alone finds (its outputs)
+        fprintf(stderr, "error: rank 0 refuses its command line, on purpose\n");
+        return EXIT_USAGE;
     }
     if (strcmp(mode, "stop") == 0) {
         signal(SIGHUP, child_on_signal);
@@ -752,12 +757,16 @@ static void test_stop(void) {
 // Rank 1 fails before the bootstrap, so the liveness watch cannot end the others: the spawner kills
 // them after its grace. Started as the file begins and checked at the end of case 7, so that the
 // other cases run during the grace.
-static Proc early;
+// Likewise rank 0 ending with a usage error of its own (exit 2, its one line) while the others wait
+// for it at the bootstrap: the spawner ends them after the grace, exits 2 and adds no line.
+static Proc early, usage;
 static void start_early(const char *self) {
     static char world[] = "3", *argv_early[] = {NULL, (char *)"--child", (char *)"early", world, NULL};
-    argv_early[0] = (char *)self;
+    static char *argv_usage[] = {NULL, (char *)"--child", (char *)"usage", world, NULL};
+    argv_early[0] = argv_usage[0] = (char *)self;
     t_start = now_seconds();
     start_spawner(&early, 3, argv_early);
+    start_spawner(&usage, 3, argv_usage);
 }
 
 static void test_spawn(const char *self) {
@@ -836,6 +845,15 @@ static void test_spawn(const char *self) {
               has(e, "error: -g 3: rank 1 exited with status 5"),
           "rank 1 fails before the bootstrap: the spawner kills the others after its %.0f s grace and exits 5 after "
           "%.2f s: %s", JOB_SPAWN_GRACE, early.seconds, line_of(e, "error: -g"));
+    wait_proc(&usage, 25);
+    e = slurp(usage.out);
+    int lines = 0;
+    for (const char *c = e; *c; c++) lines += *c == '\n';
+    check(exit_code(&usage) == EXIT_USAGE && usage.seconds < JOB_SPAWN_GRACE + 4 && lines == 1 &&
+              has(e, "rank 0 refuses its command line"),
+          "rank 0's usage error while the others wait at the bootstrap: they are ended after the grace, the spawner "
+          "exits %d after %.2f s with rank 0's line alone (%d line%s)", exit_code(&usage), usage.seconds, lines,
+          lines == 1 ? "" : "s");
 }
 
 // ----------------------------------------------------------------------------
