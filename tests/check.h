@@ -4,7 +4,8 @@ and end with the line CI reads:
 
     12 passed, 0 failed, 3 skipped
 
-test_exit() returns the process exit code: non-zero when anything failed.
+test_exit() returns the process exit code: non-zero when anything failed. shell_capture runs a
+program as a user would, through the shell, and keeps what it printed.
 
 The second half compares a model's tensors with another implementation's, step by step, with
 one name per tensor everywhere (the CPU against PyTorch in test_cpu, each GPU trainer against
@@ -24,9 +25,28 @@ the CPU and PyTorch in test_mlp):
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "../common/mlp.h"  // MAX_LAYERS, param_layout
+
+// Runs cmd through the shell, its stdout and stderr into the file tmp and then into out (outlen
+// bytes with the terminating 0). Returns its exit status, 128 + n for a signal, -1 if it did not run.
+static int shell_capture(const char *cmd, const char *tmp, char *out, size_t outlen) {
+    char full[5000];
+    snprintf(full, sizeof(full), "%s >%s 2>&1", cmd, tmp);
+    int status = system(full);
+    out[0] = '\0';
+    FILE *f = fopen(tmp, "r");
+    if (f) {
+        size_t n = fread(out, 1, outlen - 1, f);
+        out[n] = '\0';
+        fclose(f);
+    }
+    if (status == -1) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 static int checks_passed = 0, checks_failed = 0, checks_skipped = 0;
 

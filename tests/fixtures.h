@@ -3,26 +3,7 @@
 // folder of PNGs. Include after train_mlp_cpu.c (Rng, Dataset, the readers, stb's writer).
 #pragma once
 
-#include <sys/wait.h>
-
 #include "idx_write.h"  // write_idx_split
-
-// Runs cmd through the shell, its stdout and stderr into the file tmp and then into out (outlen
-// bytes with the terminating 0). Returns its exit status, 128 + n for a signal, -1 if it did not run.
-static int shell_capture(const char *cmd, const char *tmp, char *out, size_t outlen) {
-    char full[5000];
-    snprintf(full, sizeof(full), "%s >%s 2>&1", cmd, tmp);
-    int status = system(full);
-    out[0] = '\0';
-    FILE *f = fopen(tmp, "r");
-    if (f) {
-        size_t n = fread(out, 1, outlen - 1, f);
-        out[n] = '\0';
-        fclose(f);
-    }
-    if (status == -1) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // the first line of a text that contains needle (for the messages in checks)
 static const char *line_with(const char *text, const char *needle, char *buf, size_t n) {

@@ -31,7 +31,7 @@ Usage: tests/bin/test_export [TRAINER]   (default ./train_mlp_cpu; KEEP_TMP=1 ke
 #define TESTING
 #include "../train_mlp_cpu.c"
 #include "check.h"
-#include "fixtures.h"  // make_data, write_cifar_and_folder, shell_capture, line_with
+#include "fixtures.h"  // make_data, write_cifar_and_folder, line_with
 
 static char tmpdir[256], idx_dir[300], cifar_dir[300], folder_dir[300];
 static const char *bin = "./train_mlp_cpu";

@@ -101,17 +101,8 @@ static int run(char *out, size_t outlen, const char *fmt, ...) {
     vsnprintf(args, sizeof(args), fmt, ap);
     va_end(ap);
     snprintf(path, sizeof(path), "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof(cmd), "timeout %d %s %s >%s 2>&1", RUN_TIMEOUT_S, bin, args, path);
-    int status = system(cmd);
-    out[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(out, 1, outlen - 1, f);
-        out[n] = '\0';
-        fclose(f);
-    }
-    if (status == -1) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    snprintf(cmd, sizeof(cmd), "timeout %d %s %s", RUN_TIMEOUT_S, bin, args);
+    return shell_capture(cmd, path, out, outlen);
 }
 
 static int count_lines(const char *text) {

@@ -44,7 +44,7 @@ Usage: tests/bin/test_run [TRAINER [CPU_TRAINER]]   (default ./train_mlp_cpu)
 #include "../train_mlp_cpu.c"
 #include "check.h"
 #include "ckpt_v1.h"  // checkpoint_as_version1
-#include "fixtures.h"  // make_data, make_data_side, write_cifar_and_folder, shell_capture, line_with
+#include "fixtures.h"  // make_data, make_data_side, write_cifar_and_folder, line_with
 
 #include <dirent.h>
 #include <limits.h>
