@@ -392,9 +392,9 @@ static void gpu_step(GpuModel *g, const DeviceData *d, int bs) {
         model_backward(&g->r, bs);
         model_update(&g->r, g->cfg.lr, g->cfg.momentum, g->cfg.weight_decay);
     } else if (g->trainer == FUSED) {
-        fast::fused_run(&g->f, d, 1, bs, &g->cfg, g->stream);
+        fast::fused_run(&g->f, d, 1, bs, sgd_of(&g->cfg), g->stream);
     } else {
-        fast::train_step(&g->f, d, bs, &g->cfg, g->stream);
+        fast::train_step(&g->f, d, bs, sgd_of(&g->cfg), g->stream);
     }
     g->steps++;
     cudaCheck(cudaDeviceSynchronize());
@@ -610,7 +610,7 @@ static void gpu_vs_cpu_fused_tma(int level, int blocks, const int *sizes, int L,
     printf("\n(the deep fused step's TMA level %d: %s", level, what[level]);
     if (blocks) printf(", blocks %d", blocks);
     printf(")");
-    const FusedPlan f = fast::fused_plan(sizes, L, B, PREC_TF32, 1);
+    const FusedPlan f = plan_fused(sizes, L, B, PREC_TF32, 1);
     // (level 3 falls back to 2 where the GPU cannot hold the clusters)
     const bool lv = full ? f.tma == level || (level == 3 && f.tma == 2) : f.tma == 0;
     if (check(f.ok && lv && (!blocks || f.blocks == blocks), "TMA level %d: the deep fused step's plan takes "
@@ -1354,6 +1354,103 @@ static void test_matmul_bf16_ops(void) {
     cudaCheck(cudaFree(dC16));
 }
 
+// ----------------------------------------------------------------------------
+// the step plan's coverage, on described GPUs (no GPU needed: the planner asks none)
+
+// GPUs as the planner sees them (MfTarget): an H100 or H200 (sm_90: clusters, wgmma, the TMA), the
+// same without the driver's TMA, an A100 (sm_80) and an L4 (sm_89): neither clusters nor wgmma
+static const struct { const char *name; MfTarget t; } plan_gpus[] = {
+    {"H100/H200 (132 SMs)", {132, 1, 1, 1, 232448, 66, 1980}},
+    {"H100 PCIe, no TMA (114 SMs)", {114, 1, 1, 0, 232448, 57, 1755}},
+    {"A100 (108 SMs)", {108, 0, 0, 0, 166912, 0, 1410}},
+    {"L4 (58 SMs)", {58, 0, 0, 0, 101376, 0, 2040}},
+};
+
+// the families that plans for GPU t choose over a spread of models, batches, precisions, paths and
+// rank counts (every batch plan each makes: the training batch, a short last batch, evaluation);
+// first[f] names the first case that chose family f
+static unsigned plan_families(const MfTarget *t, char first[FAM_COUNT][96]) {
+    static const int m1[] = {784, 128, 10}, m2[] = {784, 1024, 1024, 10}, m3[] = {784, 4096, 4096, 10},
+                     m4[] = {784, 100, 37, 10}, m5[] = {784, 2048, 2048, 2048, 10}, m6[] = {64, 96, 48, 52, 17},
+                     m7[] = {784, 512, 40}, m8[] = {3072, 8192, 10}, m9[] = {784, 10};
+    static const struct { const int *sizes; int L; } models[] = {{m1, 2}, {m2, 3}, {m3, 3}, {m4, 3}, {m5, 4},
+                                                                 {m6, 4}, {m7, 2}, {m8, 2}, {m9, 1}};
+    static const int batches[] = {16, 64, 256, 512, 1024, 4096};
+    unsigned seen = 0;
+    matmul_fast_set_target(t);
+    for (size_t mi = 0; mi < sizeof(models) / sizeof(models[0]); mi++)
+        for (size_t bi = 0; bi < sizeof(batches) / sizeof(batches[0]); bi++)
+            for (int prec = 0; prec < 3; prec++)
+                for (int ask = PLAN_ASK_GRAPHS; ask <= PLAN_ASK_FUSED_ANY; ask++)
+                    for (int ranks = 1; ranks <= 2; ranks++) {
+                        if (ranks > 1 && ask != PLAN_ASK_GRAPHS) continue;
+                        static StepPlan p;   // (large: not on the stack)
+                        const int B = batches[bi];
+                        step_plan_make(&p, models[mi].sizes, models[mi].L, ACT_RELU, B, prec, ask, ranks);
+                        plan_batch(&p, B / ranks, 1);
+                        plan_batch(&p, B / ranks / 3 + 1, 1);
+                        plan_batch(&p, B > 1024 ? B : 1024, 0);
+                        for (int f = 0; f < FAM_COUNT; f++)
+                            if (plan_uses_family(&p, f) && !(seen & (1u << f))) {
+                                seen |= 1u << f;
+                                snprintf(first[f], 96, "%d,%d..%d B %d -x %d -f %d, %d rank%s", models[mi].sizes[0],
+                                         models[mi].sizes[1], models[mi].sizes[models[mi].L], B, prec, ask, ranks,
+                                         ranks > 1 ? "s" : "");
+                            }
+                    }
+    matmul_fast_set_target(NULL);
+    return seen;
+}
+
+// Every kernel family of the planner's enum is chosen by some plan for some GPU, and the plans are
+// consistent: what a plan names can run there (the copies it launches on are kept, a K split through
+// scratch has room)
+static void test_plan_coverage(void) {
+    unsigned all = 0;
+    char first[FAM_COUNT][96];
+    for (size_t g = 0; g < sizeof(plan_gpus) / sizeof(plan_gpus[0]); g++) {
+        memset(first, 0, sizeof(first));
+        const unsigned seen = plan_families(&plan_gpus[g].t, first);
+        char list[512] = "";
+        for (int f = 0; f < FAM_COUNT; f++)
+            if (seen & (1u << f)) snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", list[0] ? ", " : "",
+                                           FAM_NAMES[f]);
+        check(seen != 0, "plans for %s choose: %s", plan_gpus[g].name, list);
+        const int sm90 = plan_gpus[g].t.wgmma;
+        if (!sm90)
+            check(!(seen & (1u << FAM_TF32_KMAJOR | 1u << FAM_WGMMA_TF32 | 1u << FAM_WGMMA_BF16_COPIES)),
+                  "plans for %s choose no wgmma family (it has no wgmma)", plan_gpus[g].name);
+        all |= seen;
+    }
+    for (int f = 0; f < FAM_COUNT; f++) {
+        memset(first, 0, sizeof(first));
+        unsigned any = 0;
+        for (size_t g = 0; g < sizeof(plan_gpus) / sizeof(plan_gpus[0]) && !(any & (1u << f)); g++) {
+            any = plan_families(&plan_gpus[g].t, first);
+            if (any & (1u << f))
+                check(1, "family %-22s chosen (first: %s on %s)", FAM_NAMES[f], first[f], plan_gpus[g].name);
+        }
+        if (!(all & (1u << f))) check(0, "family %s: no plan of the spread chooses it", FAM_NAMES[f]);
+    }
+    // a plan's text: one line per product, with its family's name
+    static StepPlan p;
+    matmul_fast_set_target(&plan_gpus[0].t);
+    const int big[] = {784, 4096, 4096, 10};
+    step_plan_make(&p, big, 3, ACT_RELU, 1024, PREC_TF32, PLAN_ASK_FUSED, 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    plan_print(f, &p, 1024);
+    fclose(f);
+    int lines = 0;
+    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    check(strstr(text, FAM_NAMES[FAM_TF32_KMAJOR]) && strstr(text, FAM_NAMES[FAM_HEAD]) && lines >= 10,
+          "-P's text for the big model in TF32 on an H100: %d lines, its K-major and head products named", lines);
+    if (verbose) fputs(text, stdout);
+    free(text);
+    matmul_fast_set_target(NULL);
+}
+
 // The models the fused step takes and those it leaves to the graph path, with the reason
 static void test_fused_plan(void) {
     const int small[] = {784, 128, 10}, deep[] = {784, 128, 64, 10}, odd_in[] = {23, 128, 10},
@@ -1377,35 +1474,35 @@ static void test_fused_plan(void) {
     int sms = 0;
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     for (int prec = PREC_FP32; prec <= PREC_BF16; prec++) {
-        f = fast::fused_plan(wide, 3, 256, prec, 1);
+        f = plan_fused(wide, 3, 256, prec, 1);
         // (-x 1 on a Hopper build: in clusters of FD_KS, as many as the GPU holds, at least half the SMs)
         const bool ok = f.tma == 3 ? f.blocks % FD_KS == 0 && 2 * f.blocks >= sms && f.blocks <= sms : f.blocks == sms;
         check(f.ok && f.deep && ok, "deep fused step: -f 3 runs the wide model at batch 256, -x %d (%d blocks on %d "
               "SMs, TMA level %d)", prec, f.blocks, sms, f.tma);
     }
-    f = fast::fused_plan(four, 4, 100, PREC_FP32, 1);
+    f = plan_fused(four, 4, 100, PREC_FP32, 1);
     check(f.ok && f.deep, "deep fused step: -f 3 runs 64,96,48,52,17 at batch 100");
-    f = fast::fused_plan(small, 2, 64, PREC_FP32, 0);
+    f = plan_fused(small, 2, 64, PREC_FP32, 0);
     check(f.ok && !f.deep, "fused_plan: one hidden layer goes to the fused step of one hidden layer");
     struct { const int *sizes; int L, B; const char *what; } dno[] = {
         {odd, 3, 33, "a width of 37"}, {big, 3, 1024, "batch 1024"}, {big, 3, 256, "4096 hidden units"},
         {deep40, 3, 64, "40 classes"}};
     for (size_t i = 0; i < sizeof(dno) / sizeof(dno[0]); i++) {
-        f = fast::fused_plan(dno[i].sizes, dno[i].L, dno[i].B, PREC_FP32, 1);
+        f = plan_fused(dno[i].sizes, dno[i].L, dno[i].B, PREC_FP32, 1);
         check(!f.ok && f.why[0], "deep fused step: cannot run with %s (%s)", dno[i].what, f.why);
     }
     // and where -f 2 takes it: TF32 and BF16 with one wave of tiles a product (fused_deep_faster); on a
     // GPU of 128 to 256 SMs the wide model at batch 256 is one wave (128 tiles of 32 x 64)
     if (sms >= 128 && sms <= 256)
         for (int prec = PREC_TF32; prec <= PREC_BF16; prec++) {
-            f = fast::fused_plan(wide, 3, 256, prec, 0);
+            f = plan_fused(wide, 3, 256, prec, 0);
             check(f.ok && f.deep, "deep fused step: -f 2 takes the wide model at batch 256, -x %d", prec);
         }
     struct { const int *sizes; int B, prec; const char *what; } slower[] = {
         {wide, 256, PREC_FP32, "FP32"}, {narrow, 64, PREC_TF32, "784,256,256,10 at batch 64 (8 tiles a product)"},
         {wide, 512, PREC_TF32, "the wide model at batch 512 (two waves)"}};
     for (size_t i = 0; i < sizeof(slower) / sizeof(slower[0]); i++) {
-        f = fast::fused_plan(slower[i].sizes, 3, slower[i].B, slower[i].prec, 0);
+        f = plan_fused(slower[i].sizes, 3, slower[i].B, slower[i].prec, 0);
         check(!f.ok && f.why[0], "deep fused step: -f 2 leaves %s to the graphs (%s)", slower[i].what, f.why);
     }
 }
@@ -1433,9 +1530,9 @@ static float *train_weights(int trainer, int prec, int graph, const int *sizes, 
         for (int done = 0; done < steps;) {
             int end = done + run < steps ? done + run : steps;
             if (trainer == FUSED)
-                fast::fused_run(&g.f, &d, end - done, end == steps ? last_bs : B, &g.cfg, g.stream);
+                fast::fused_run(&g.f, &d, end - done, end == steps ? last_bs : B, sgd_of(&g.cfg), g.stream);
             else
-                fast::run_steps(&g.f, &d, end - done, end == steps ? last_bs : B, &g.cfg, g.stream);
+                fast::run_steps(&g.f, &d, end - done, end == steps ? last_bs : B, sgd_of(&g.cfg), g.stream);
             done = end;
         }
         cudaCheck(cudaStreamSynchronize(g.stream));
@@ -1643,6 +1740,8 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
            ACT_NAMES[cfg->act], B, cfg->lr, cfg->momentum, cfg->weight_decay, (unsigned long long)cfg->seed,
            plan.steps, cfg->precision == PREC_TF32   ? ", TF32 (-x 1: the fast trainer only)"
                        : cfg->precision == PREC_BF16 ? ", BF16 (-x 2: the fast trainer only)" : "");
+    section("the step plan (host only: described GPUs)");
+    CASE(test_plan_coverage());
     const char *missing = gpu_missing();
     if (missing) {
         printf("\nno CUDA GPU here (%s): only the CPU side can run. Its loss at each step:\n", missing);
@@ -1667,7 +1766,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
             if (which != ALL_TRAINERS && which != trainer) continue;
             int prec = trainer != READABLE ? cfg->precision : PREC_FP32;
             if (trainer == FUSED) {
-                FusedPlan f = fast::fused_plan(cfg->sizes, cfg->L, B, prec, 1);
+                FusedPlan f = plan_fused(cfg->sizes, cfg->L, B, prec, 1);
                 if (!f.ok) {
                     printf("\n-- %s: not for this model: %s\n", TRAINER_NAMES[trainer], f.why);
                     if (which == FUSED) skip("%s: %s", TRAINER_NAMES[trainer], f.why);
@@ -1726,6 +1825,8 @@ int main(int argc, char **argv) {
         verbose = 1;
         return run_own_model(&cfg, argv[0], steps, which);
     }
+    section("the step plan (host only: described GPUs)");
+    CASE(test_plan_coverage());
     const char *missing = gpu_missing();
     if (missing) {
         section("GPU checks");

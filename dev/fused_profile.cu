@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
         cudaCheck(cudaMemcpy(m.step, &zero, sizeof(int), cudaMemcpyHostToDevice));
         cudaCheck(cudaEventRecord(t0, 0));
         const double h0 = now_seconds();
-        fused_run(&m, &d, steps, B, &cfg, 0);
+        fused_run(&m, &d, steps, B, sgd_of(&cfg), 0);
         host_us.push_back(1e6 * (now_seconds() - h0));
         cudaCheck(cudaEventRecord(t1, 0));
         cudaCheck(cudaEventSynchronize(t1));

@@ -48,6 +48,8 @@ typedef struct {
     int precision;         // train_mlp_fast only: -x, PREC_* (common/mlp.h)
     int path;              // train_mlp_fast only: PATH_* above
     int gpus;              // train_mlp_fast only: -g, data-parallel ranks through NCCL (0: one GPU, no NCCL)
+    int plan_print;        // train_mlp_fast only: -P, print the step plan (2: and exit)
+    int autotune;          // train_mlp_fast only: -A, tune the products the plan cache lacks
     int trace;             // train_mlp only: print a training step as the GPU runs it
     float holdout;         // the share of the training set held out as a validation set (0: none)
     char ckpt_path[1024];  // -c: write a checkpoint here after every epoch, at the end, and when stopped
@@ -136,8 +138,14 @@ static const ArgSpec ARGS[] = {
      "in TF32 or BF16 whose products fill the GPU in one wave of tiles), others as 1; 3: as one kernel wherever "
      "it can run (widths up to 2048, batch up to 512), to compare with 1"},
     {'g', "N", ARG_INT, CFG(gpus), 0, MAX_GPUS, PROG_FAST,
-     "data-parallel training on N GPUs through NCCL, a thread per GPU, each taking -b/N rows of every batch "
+     "data-parallel training on N GPUs through NCCL, a process per GPU, each taking -b/N rows of every batch "
      "(also --gpus N); 0: one GPU, without NCCL"},
+    {'P', "0|1|2", ARG_INT, CFG(plan_print), 0, 2, PROG_FAST,
+     "1: print the step plan before training: each product's kernel family, tile and K split, stream, epilogue, "
+     "where the choice came from (cost model, cache, autotune) and its expected time; 2: print it and exit"},
+    {'A', "0|1", ARG_INT, CFG(autotune), 0, 1, PROG_FAST,
+     "1: time each product the plan cache lacks on this GPU at start-up (every tile and K split) and keep the "
+     "fastest in the cache; 0 (default): the cache where it has the product, else the cost model"},
 };
 #undef CFG
 #define NUM_ARGS ((int)(sizeof(ARGS) / sizeof(ARGS[0])))

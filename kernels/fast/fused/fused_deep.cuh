@@ -339,7 +339,7 @@ static inline void fused_deep_test_tiles(int tma, int blocks) {
 
 static inline int fused_deep_tma(int prec) {
 #if defined(MF_WGMMA)
-    if (prec != PREC_TF32 || mf_tma_encoder() == NULL) return 0;
+    if (prec != PREC_TF32 || !matmul_fast_target()->tma) return 0;
     if (fd_test_tma >= 0 && fd_test_tma <= 2) return fd_test_tma;
     return 3;
 #else
@@ -403,7 +403,8 @@ static inline void fd_launch_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute
     cfg->numAttrs++;
 }
 
-// whether a model (sizes[0..L]) at batch B and precision prec fits this kernel on the current GPU; the
+// whether a model (sizes[0..L]) at batch B and precision prec fits this kernel on the GPU planned for
+// (matmul_fast_target); the
 // parameters' offsets (w_off, b_off of param_layout) must allow the float4 accesses
 static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec, const size_t *w_off,
                                         const size_t *b_off) {
@@ -424,36 +425,19 @@ static inline FusedPlan fused_deep_plan(const int *sizes, int L, int B, int prec
         if (w_off[l] % 4 || b_off[l] % 4)
             return snprintf(f.why, sizeof(f.why), "layer %d's parameters not 16-byte aligned", l), f;
     }
-    int dev, sms, optin;
-    cudaCheck(cudaGetDevice(&dev));
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    // (the GPU planned for: matmul_fast_target; a block of FD_THREADS threads fits an SM's registers, so
+    // shared memory alone decides whether one fits)
+    const int sms = matmul_fast_target()->sms, optin = matmul_fast_target()->smem_optin;
     f.tma = fused_deep_tma(prec);
     const size_t smem = sizeof(float) * (size_t)fd_smem_floats(fd_w_bk(fused_deep_kernel_prec(prec)));
     if (smem > (size_t)optin)
         return snprintf(f.why, sizeof(f.why), "%zu bytes of shared memory a block (the GPU has %d)", smem, optin), f;
-    const void *kernel = fused_deep_kernel_for(prec, f.tma);
-    cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    int per_sm = 0;
-    cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FD_THREADS, smem));
-    if (per_sm < 1)
-        return snprintf(f.why, sizeof(f.why), "a block of %d threads and %zu bytes does not fit an SM", FD_THREADS,
-                        smem), f;
     f.blocks = sms;
     if (f.tma == 3) {   // clusters of FD_KS blocks, a block an SM: as many as the GPU holds at once, else no clusters
-        cudaLaunchConfig_t cfg;
-        cudaLaunchAttribute at[2];
-        fd_launch_config(&cfg, at, sms / FD_KS * FD_KS, smem, 0, 3);
-        cfg.numAttrs = 1;   // (the query takes no cooperative attribute)
-        int clusters = 0;
-        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || 2 * FD_KS * clusters < sms) {
-            (void)cudaGetLastError();   // (a failed query: no clusters)
-            f.tma = 2;
-            kernel = fused_deep_kernel_for(prec, f.tma);
-            cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        } else {
-            f.blocks = FD_KS * (clusters < sms / FD_KS ? clusters : sms / FD_KS);
-        }
+        static_assert(FD_KS == 2, "the GPU's description counts clusters of two blocks (MfTarget.pair_clusters)");
+        const int clusters = matmul_fast_target()->pair_clusters;
+        if (2 * FD_KS * clusters < sms) f.tma = 2;
+        else f.blocks = FD_KS * (clusters < sms / FD_KS ? clusters : sms / FD_KS);
     }
     // test_mlp's cap (fused_deep_test_tiles), in whole clusters
     const int ks = f.tma == 3 ? FD_KS : 1, n = fd_test_blocks / ks * ks;
@@ -481,7 +465,7 @@ static inline int fused_deep_faster(const int *sizes, int L, int B, int prec, in
 }
 
 // n steps (the last with last_bs rows) of the model in a, from the device step counter on; f from
-// fused_deep_plan on this GPU (which also raised the kernel's shared-memory limit)
+// fused_deep_plan for this GPU
 static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs *a, cudaStream_t stream) {
     FdTmaMaps tm;   // (the launch copies it)
     memset(&tm, 0, sizeof(tm));
@@ -494,7 +478,9 @@ static inline void fused_deep_steps(const FusedPlan *f, int prec, FusedDeepArgs 
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
     fd_launch_config(&cfg, at, f->blocks, f->smem, stream, f->tma);
-    cudaCheck(cudaLaunchKernelExC(&cfg, fused_deep_kernel_for(prec, f->tma), args));
+    const void *kernel = fused_deep_kernel_for(prec, f->tma);
+    cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)f->smem));
+    cudaCheck(cudaLaunchKernelExC(&cfg, kernel, args));
 }
 
 #endif  // MLP_FAST_FUSED_DEEP_CUH

@@ -441,7 +441,7 @@ typedef struct {
 } FusedPlan;
 
 // whether a model (sizes[0..L]) at batch B and precision prec (PREC_*, common/mlp.h) fits the fused
-// step on the current GPU, and how it is split
+// step on the GPU planned for (matmul_fast_target), and how it is split
 static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec) {
     FusedPlan f;
     memset(&f, 0, sizeof(f));
@@ -454,10 +454,9 @@ static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec
     if (IN % 16) return snprintf(f.why, sizeof(f.why), "%d inputs (a multiple of 16 is needed)", IN), f;
     if (C > FUSED_MAX_C) return snprintf(f.why, sizeof(f.why), "%d classes (at most %d)", C, FUSED_MAX_C), f;
     if (B > FUSED_MAX_B) return snprintf(f.why, sizeof(f.why), "batch %d (at most %d)", B, FUSED_MAX_B), f;
-    int dev, sms, optin;
-    cudaCheck(cudaGetDevice(&dev));
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    cudaCheck(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    // (the GPU planned for: matmul_fast_target; a block of FUSED_THREADS threads fits an SM's registers, so
+    // shared memory alone decides whether one fits)
+    const int sms = matmul_fast_target()->sms, optin = matmul_fast_target()->smem_optin;
     for (int U = CEIL_DIV(H, sms); U <= FUSED_MAX_U; U++) {
         const FusedLayout l = fused_layout(B, IN, H, C, U);
         if (l.total > (size_t)optin) {
@@ -465,14 +464,6 @@ static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec
             return f;
         }
         if (CEIL_DIV(H, U) <= sms) {  // a block an SM, all resident at once (a cooperative launch)
-            int per_sm = 0;
-            cudaCheck(cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-            cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_step_kernel, FUSED_THREADS, l.total));
-            if (per_sm < 1) {
-                snprintf(f.why, sizeof(f.why), "a block of %d threads and %zu bytes does not fit an SM", FUSED_THREADS,
-                         l.total);
-                return f;
-            }
             f.ok = 1;
             f.U = U;
             f.blocks = CEIL_DIV(H, U);
@@ -485,9 +476,10 @@ static inline FusedPlan fused_step_plan(const int *sizes, int L, int B, int prec
 }
 
 // n steps (the last with last_bs rows) of the model in a, from the device step counter on; f from
-// fused_step_plan on this GPU (which also raised the kernel's shared-memory limit)
+// fused_step_plan for this GPU
 static inline void fused_steps(const FusedPlan *f, FusedStepArgs *a, cudaStream_t stream) {
     a->U = f->U;
+    cudaCheck(cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)f->smem));
     void *args[] = {a};
     cudaCheck(cudaLaunchCooperativeKernel((const void *)fused_step_kernel, dim3(f->blocks), dim3(FUSED_THREADS), args,
                                           f->smem, stream));

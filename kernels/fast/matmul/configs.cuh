@@ -6,7 +6,7 @@ instantiates the kernels (kernels/fast/matmul/launch.cuh). Adding a configuratio
 Each is a row of an X-macro list: MF_FP32_CONFIGS (kernels/fast/matmul/ffma.cuh), MF_MMA_CONFIGS
 (mma.sync, kernels/fast/matmul/mma_tf32.cuh), MF_3XTF32_CONFIGS (FP32 through the same mma.sync kernel)
 and MF_WGMMA_CONFIGS (wgmma, kernels/fast/matmul/wgmma_tf32.cuh):
-    ID             the configuration's name in plans and in the tuned table (unique per precision:
+    ID             the configuration's name in plans and in the autotune's cache (unique per precision:
                    the FP32 and 3xTF32 lists together, and the mma.sync and wgmma lists together)
     the tile       FP32: block BM x BN, K step BK, TM x TN per thread, ST pipeline stages;
                    mma.sync and 3xTF32: block BM x BN, K step BK, WM x WN per warp, ST stages;
@@ -17,8 +17,9 @@ and MF_WGMMA_CONFIGS (wgmma, kernels/fast/matmul/wgmma_tf32.cuh):
                    so the trainer's build compiles only what its planner can pick for what the
                    trainer passes (kernels/fast/matmul/matmul_fast.h).
 
-These lists hold what the trainer's planner can pick: the cost model's candidates (EFF > 0) and the
-tuned table's entries for the products and precisions the trainer passes. dev/cuda adds the
+These lists hold what the trainer's planner can pick: the cost model's candidates (EFF > 0), and the
+tiles measured fastest on the benchmark's models (EFF 0: the large products' rule, mf_large, or the
+autotune, -A 1, picks them), built for the products and precisions where they were fastest. dev/cuda adds the
 configurations only its sweeps run through the MF_EXTRA_*_CONFIGS hooks below, and builds every
 configuration for every product and precision (MF_BUILD_ALL), from the same sources
 (dev/cuda/matmul_sweep_configs.h).
@@ -39,8 +40,8 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 #define MF_BUILT_EVERYWHERE 0xFFF
 
 // X(ID, BM, BN, BK, TM, TN, ST, EFF, FILL, OCC, BUILT)
-// (8: the tuned table's pick for the big model's forward and dinp products, batch 1024, before
-// 3xTF32 took them: built only in dev/cuda now, where its sweeps time it beside 3xTF32)
+// (8: the fastest FFMA tile on the big model's forward and dinp products, batch 1024; 3xTF32 is
+// faster there: built only in dev/cuda, where its sweeps time it beside 3xTF32)
 #define MF_FP32_CONFIGS(X)                                        \
     X(0, 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, MF_BUILT_FP32)   \
     X(1, 64, 64, 16, 4, 4, 4, 0.61f, 19.0f, 3, MF_BUILT_FP32)    \
@@ -50,8 +51,8 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
     X(8, 128, 128, 16, 8, 8, 3, 0.00f, 0.0f, 1, 0)
 
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
-// (9: the tuned table's pick for the dinp product of the trainer's layer 784 -> 1024, batch 256;
-// 19: its pick for the big model's (batch 1024) backward products in TF32 and every product in BF16,
+// (9: the fastest measured for the dinp product of the trainer's layer 784 -> 1024, batch 256;
+// 19: the fastest for the big model's (batch 1024) backward products in TF32 and every product in BF16,
 // and the planner's for such products of larger models (mf_large); 7 for dinp 4096 -> 784. The BF16
 // kernels are the same tiles with mma.m16n8k16: the cost model's numbers, fitted to TF32, rank them
 // too)
@@ -67,9 +68,9 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
       MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND) | MF_BUILT_TRAINER_BF16)
 
 // FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul/matmul_fast.h): the mma.sync kernel's
-// tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the tuned
-// table (and for 20 and 21 the planner's large products, mf_large) picks them, for the big and the
-// wide model's products, where three TF32 products cost less than one FP32 product on the CUDA
+// tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the autotune
+// (and for 20 and 21 the planner's large products, mf_large) picks them: they were fastest on the big
+// and the wide model's products, where three TF32 products cost less than one FP32 product on the CUDA
 // cores (20, 21: the big model's and larger ones'; 21 also for dinp 1024 -> 784
 // and dW 1024 x 1024 at batch 256; 22 and 28: the wide model's at batch 256; 24: the small model's at batch 64).
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
@@ -81,7 +82,7 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
     X(28, 32, 64, 32, 16, 16, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0))
 
 // X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
-// (11: the tuned table's pick for the wide model's forward products on TF32 values, batch 256;
+// (11: the fastest measured on the wide model's forward products on TF32 values, batch 256;
 // 13: the big model's, batch 1024, and larger models' (mf_large))
 #define MF_WGMMA_CONFIGS(X)                                         \
     X(11, 1, 1, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT)) \

@@ -80,6 +80,7 @@ int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K) {
     float best_cost = 0.0f;
     for (int i = 0; i < MF_NUM_BF16OPS_CFGS; i++) {
         const MatmulFastCfg *c = &mf_bf16ops_cfgs[i];
+        if (c->bk == 64 && !matmul_fast_target()->wgmma) continue;   // (the wgmma rows: MF_ROW_BF16WG)
         const long tiles = (long)mf_ceil_div(M, c->bm) * mf_ceil_div(N, c->bn);
         const long slots = (long)mf_num_sms() * c->occ;
         if ((float)tiles < mf_bf16_min_fill * (float)slots) continue;

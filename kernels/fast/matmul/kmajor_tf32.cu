@@ -58,7 +58,7 @@ float matmul_fast_tf32k_set_min_fill(float min_fill) {
 // the fill counts the first configuration's 128 x 256 tiles, whichever the product takes
 int matmul_fast_tf32k_fits(int M, int N, int K) {
 #if defined(MF_WGMMA)
-    if (M <= 0 || N <= 0 || K <= 0 || K % 4 != 0) return 0;
+    if (M <= 0 || N <= 0 || K <= 0 || K % 4 != 0 || !matmul_fast_target()->wgmma) return 0;
     const long tiles = (long)mf_ceil_div(M, 128) * mf_ceil_div(N, 256);
     return (float)tiles >= mf_tf32k_min_fill * (float)mf_num_sms();
 #else
@@ -85,7 +85,7 @@ int matmul_fast_tf32k_num_cfgs(void) {
 // the TMA configuration in clusters of two, where the driver can make its tensor maps; else -1
 static int mf_tf32k_tma_cfg(void) {
 #if defined(MF_WGMMA)
-    if (mf_tma_encoder() == NULL) return -1;
+    if (!matmul_fast_target()->tma) return -1;
 #define MF_TMA(ID, WGS, BN, ST, P) if (P == 2) return ID;
     MF_TF32K_CONFIGS(MF_TMA)
 #undef MF_TMA
@@ -104,8 +104,7 @@ static MfTf32kPicks mf_tf32k_picks(void) {
 }
 
 int matmul_fast_tf32k_cfg(MfProduct prod) {
-    static const MfTf32kPicks picks = mf_tf32k_picks();   // (made once, safely from -g's threads too)
-    return picks.cfg[prod];
+    return mf_tf32k_picks().cfg[prod];
 }
 
 #if defined(MF_WGMMA)

@@ -11,6 +11,7 @@ Compiled once, and linked into the fast trainer, test_mlp and dev/cuda's benchma
 #include "launch.cuh"     // MfArgs, mf_launch_forward / _dinp / _dweight
 #include "matmul_fast.h"
 #include "planner.cuh"    // mf_plan, mf_cfg
+#include "wgmma_tma.cuh"  // mf_tma_encoder
 
 static inline bool mf_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -44,6 +45,66 @@ const MatmulFastCfg *matmul_fast_configs(int tf32, int *count) {
 }
 
 int matmul_fast_has_clusters(void) { return mf_has_clusters(); }
+
+// Clusters need sm_90 in the code that runs, not only in the GPU: a build for an older target
+// compiles the cluster reduction out (mf_cluster_reduce), and would silently drop the partial sums.
+// So ask what was compiled: the PTX target (__CUDA_ARCH__ when the kernels were compiled) and the
+// machine code of the kernels that will run on this GPU. The wgmma kernels are sm_90a code: they
+// run where that is the code chosen for the GPU, and the TMA where the driver makes tensor maps.
+MfTarget matmul_fast_target_here(void) {
+    static MfTarget t = {};
+    if (t.sms == 0) {
+        int dev = 0, sms = 0;
+        cudaCheck(cudaGetDevice(&dev));
+        cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        cudaFuncAttributes fa;
+        cudaCheck(cudaFuncGetAttributes(&fa, matmul_fast_splitk_reduce_kernel<true>));
+        t.clusters = fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
+        t.wgmma = MF_HAVE_WGMMA && fa.binaryVersion == 90;
+        t.tma = t.wgmma && mf_tma_encoder() != NULL;
+        cudaCheck(cudaDeviceGetAttribute(&t.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        int khz = 0;
+        cudaCheck(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+        t.clock_mhz = khz / 1000;
+        if (t.clusters) {   // (asked of a kernel of this library given a whole SM's shared memory)
+            cudaCheck(cudaFuncSetAttribute(matmul_fast_splitk_reduce_kernel<true>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, t.smem_optin));
+            cudaLaunchConfig_t lc = {};
+            cudaLaunchAttribute at[1];
+            at[0].id = cudaLaunchAttributeClusterDimension;
+            at[0].val.clusterDim.x = 2;
+            at[0].val.clusterDim.y = 1;
+            at[0].val.clusterDim.z = 1;
+            lc.gridDim = dim3(2 * sms);
+            lc.blockDim = dim3(256);
+            lc.dynamicSmemBytes = (size_t)t.smem_optin;
+            lc.attrs = at;
+            lc.numAttrs = 1;
+            if (cudaOccupancyMaxActiveClusters(&t.pair_clusters, (void *)matmul_fast_splitk_reduce_kernel<true>, &lc) !=
+                cudaSuccess) {
+                (void)cudaGetLastError();   // (a failed query: none)
+                t.pair_clusters = 0;
+            }
+        }
+        t.sms = sms;
+    }
+    return t;
+}
+
+static MfTarget mf_target_given;
+static int mf_target_is_given = 0;
+
+void matmul_fast_set_target(const MfTarget *t) {
+    mf_target_is_given = t != NULL;
+    if (t) mf_target_given = *t;
+}
+
+const MfTarget *matmul_fast_target(void) {
+    static MfTarget here;
+    if (mf_target_is_given) return &mf_target_given;
+    if (here.sms == 0) here = matmul_fast_target_here();
+    return &here;
+}
 
 int matmul_fast_large_cfg(MfProduct prod, int tf32) {
     const MatmulFastCfg *c = mf_large_cfg(prod, mf_plan_prec(prod, tf32));

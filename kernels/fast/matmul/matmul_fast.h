@@ -18,8 +18,8 @@ act is one of ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE (common/mlp.h); act' is 
 activation's OUTPUT y: sigmoid' = y(1-y), relu' = (y > 0), tanh' = 1 - y^2, none' = 1.
 
 Precision (the launchers' tf32 argument):
-    0              FP32: on the CUDA cores (FFMA), or for the big products (those the planner's tuned
-                   table names, and larger ones: planner.cuh mf_large) on the tensor cores as 3xTF32
+    0              FP32: on the CUDA cores (FFMA), or for the large products (planner.cuh mf_large,
+                   and where the autotune finds it faster) on the tensor cores as 3xTF32
                    (MF_TF32X3 below), within FP32's tolerances.
     MF_TF32_ROUND  TF32 tensor cores; the kernels round every operand to TF32 on the way in.
     MF_TF32_EXACT  TF32 tensor cores on operands that are TF32 values already (round_tf32 applied by
@@ -157,7 +157,7 @@ void matmul_fast_run(MfProduct prod, const MatmulFastPlan *p, float *C, const fl
 // MF_FP32_PIXELS: its 3xTF32 rows take pixels) or tensor-core ones (any other tf32: the TF32 and BF16
 // kernels share their tiles)
 typedef struct {
-    int id;              // what plans and the tuned table call it
+    int id;              // what plans and the autotune's cache call it
     int kind;            // MF_KIND_*
     int bm, bn, bk;      // block tile M x N, K step
     int tm, tn;          // FP32: a thread's register block; else a warp's (mma.sync) or warpgroup's (wgmma) tile
@@ -178,7 +178,24 @@ int matmul_fast_pixels_fit(MfProduct prod, int M, int N, int K, int have_scratch
 // whether this build and GPU split K through thread-block clusters (else through scratch, dweight only)
 int matmul_fast_has_clusters(void);
 
-// the configuration the planner gives products larger than its tuned table's (half a wave of its tiles
+// The GPU the planners plan for. Every choice of the library (tile, split, kernel family) is a
+// function of the product's shape and of this description, never of a device query of its own.
+typedef struct {
+    int sms;        // streaming multiprocessors
+    int clusters;   // thread-block clusters: the GPU is sm_90 and so is the code that runs on it
+    int wgmma;      // the wgmma kernels: this build has them (sm_90a) and they run on this GPU
+    int tma;        // ... and the driver makes the TMA's tensor maps (cuTensorMapEncodeTiled)
+    int smem_optin;     // bytes of shared memory a block may have
+    int pair_clusters;  // clusters of two blocks, each with a whole SM's shared memory, the GPU holds at once
+    int clock_mhz;      // the SMs' clock (for -P's estimates only)
+} MfTarget;
+// the current device's (asked once: a process drives one GPU)
+MfTarget matmul_fast_target_here(void);
+// plan for t from now on (NULL: the current device again); a host-only test describes a GPU so
+const MfTarget *matmul_fast_target(void);
+void matmul_fast_set_target(const MfTarget *t);
+
+// the configuration the planner gives large products (half a wave of its tiles
 // or more, K of at least MF_LARGE_MIN_K: planner.cuh mf_large) for this product and precision, or -1:
 // none in this build (the cost model decides there); with MF_FP32_PIXELS, FP32's where it takes pixels
 int matmul_fast_large_cfg(MfProduct prod, int tf32);

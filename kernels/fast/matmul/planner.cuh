@@ -8,9 +8,10 @@ waves. The planner picks, per shape, the tile size and a K split so that the gri
   - the cost model (mf_cost) estimates every candidate configuration x split (1, 2, 4, 8) and takes
     the cheapest; its per-configuration numbers were fitted to measured timings (dev/cuda's sweep and
     fit_plan.py), so they rank configurations, they do not simulate them;
-  - the tuned table (mf_tuned) overrides it on the few shapes that dominate the wide model's step,
-    with the fastest configuration measured there, on a GPU with the SM count it was measured on;
-  - products larger than those of the table take the big model's large tiles (mf_large).
+  - large products take the large tiles measured fastest on the big model's (mf_large);
+  - where neither is good enough, the trainer's autotune (-A 1) times every candidate on the GPU, and
+    its cache overrides both (kernels/fast/matmul/tune.h).
+Every choice is a function of the shape and of the GPU planned for (matmul_fast_target).
 K splits run as thread-block clusters where the compiled code and the GPU have them (sm_90), else
 only where the caller gives scratch for the partial sums (the weight gradient).
 */
@@ -20,7 +21,6 @@ only where the caller gives scratch for the partial sums (the weight gradient).
 #include <stddef.h>
 
 #include "configs.cuh"    // the lists, mf_wg_smem_floats
-#include "epilogue.cuh"   // matmul_fast_splitk_reduce_kernel (what was compiled: mf_has_clusters)
 #include "matmul_fast.h"  // MatmulFastCfg, MatmulFastPlan
 #include "pipeline.cuh"   // mf_ceil_div
 
@@ -65,7 +65,7 @@ static int mf_cfg_usable(const MatmulFastCfg *c, MfProduct prod, int tf32) {
     if (c->kind != MF_KIND_WGMMA) return 1;
     if (tf32 == MF_BF16) return 0;   // the wgmma kernel is TF32 only (dev/cuda builds every row with every bit)
     const bool a_kc = prod != MF_DWEIGHT, b_kc = prod == MF_FWD;
-    return MF_HAVE_WGMMA &&
+    return MF_HAVE_WGMMA && matmul_fast_target()->wgmma &&
            (size_t)mf_wg_smem_floats(c->bm / 64, c->bn / 64, c->st, a_kc, b_kc) * sizeof(float) <= 227 * 1024;
 }
 
@@ -79,31 +79,13 @@ static int mf_tf32_here(MfProduct prod, int tf32) {
 }
 
 // ----------------------------------------------------------------------------
-// what the GPU and the compiled code offer
+// what the GPU and the compiled code offer: the target (MfTarget, matmul_fast.h), the current
+// device's unless a caller set another (matmul_fast_set_target): the planners below never ask a
+// device themselves, so a host-only test can plan for any GPU it describes
 
-static int mf_num_sms(void) {
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0;
-        cudaCheck(cudaGetDevice(&dev));
-        cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    }
-    return sms;
-}
-
-// Clusters need sm_90 in the code that runs, not only in the GPU: a build for an older target
-// compiles the cluster reduction out (mf_cluster_reduce), and would silently drop the partial sums.
-// So ask what was compiled: the PTX target (__CUDA_ARCH__ when the kernels were compiled) and the
-// machine code of the kernels that will run on this GPU.
-static int mf_has_clusters(void) {
-    static int has = -1;
-    if (has < 0) {
-        cudaFuncAttributes fa;
-        cudaCheck(cudaFuncGetAttributes(&fa, matmul_fast_splitk_reduce_kernel<true>));
-        has = fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
-    }
-    return has;
-}
+const MfTarget *matmul_fast_target(void);
+static int mf_num_sms(void) { return matmul_fast_target()->sms; }
+static int mf_has_clusters(void) { return matmul_fast_target()->clusters; }
 
 // ----------------------------------------------------------------------------
 // the cost model
@@ -123,102 +105,11 @@ static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
 }
 
 // ----------------------------------------------------------------------------
-// the tuned table
-
-// Measured picks for the shapes that dominate the wide model's step (784 -> 1024 -> 1024 at batch
-// 256), the big model's (784 -> 4096 -> 4096 at batch 1024) and the small model's FP32 products,
-// where the cost model's pick ran below the fastest configuration measured: the fastest one, from
-// dev/cuda's `matmul_forward sweep CSV wide` (TF32) on an H200 and the other sweeps named below on an
-// H100, both of 132 SMs (the sweep prints this table from its own timings). Used only on a GPU with
-// the same number of SMs, and where the configuration is built; anywhere else, and for every other
-// shape, the cost model decides.
-// The FP32 rows are 3xTF32 configurations. The sweep's FP32 picks on the CUDA cores, each fastest
-// alone, had made the wide model's step slower: inside the step, the backward kernels of two streams
-// run side by side, and the cost model's smaller picks shared the SMs better; the 3xTF32 picks make
-// it faster.
-// The trainer passes MF_TF32_EXACT for its forward products only (-x 1); the other MF_TF32_EXACT
-// rows are dev/cuda's version 11 picks (dev/cuda/matmul_forward.cu), the forward MF_TF32_ROUND rows version 10's.
-typedef struct { MfProduct prod; int M, N, K, tf32, cfg, splits; } MatmulFastTuned;
-#define MF_TUNED_SMS 132
-static const MatmulFastTuned mf_tuned[] = {
-    {MF_FWD, 256, 1024, 784, MF_TF32_EXACT, 11, 4},
-    {MF_FWD, 256, 1024, 1024, MF_TF32_EXACT, 11, 4},
-    {MF_DINP, 256, 784, 1024, MF_TF32_EXACT, 4, 4},
-    {MF_DINP, 256, 1024, 1024, MF_TF32_EXACT, 6, 2},
-    {MF_DWEIGHT, 1024, 784, 256, MF_TF32_EXACT, 9, 1},
-    {MF_DWEIGHT, 1024, 1024, 256, MF_TF32_EXACT, 9, 1},
-    {MF_FWD, 256, 1024, 784, MF_TF32_ROUND, 11, 2},
-    {MF_FWD, 256, 1024, 1024, MF_TF32_ROUND, 11, 2},
-    {MF_DINP, 256, 784, 1024, MF_TF32_ROUND, 9, 8},
-    {MF_DINP, 256, 1024, 1024, MF_TF32_ROUND, 0, 8},
-    {MF_DWEIGHT, 1024, 784, 256, MF_TF32_ROUND, 4, 1},
-    {MF_DWEIGHT, 1024, 1024, 256, MF_TF32_ROUND, 4, 1},
-    // FP32 at batch 256 (3xTF32 configurations), from `matmul_forward sweep CSV wide fp32` on an H100,
-    // but for the second layer's dW: alone, 64 x 64 tiles (22, 256 blocks) are its fastest, but in the
-    // step it runs on the side stream beside dinp, the critical path, and with 128 x 128 tiles (21, 64
-    // blocks) it leaves dinp more of the SMs: the trainer's epoch is faster
-    {MF_FWD, 256, 1024, 784, 0, 28, 2},
-    {MF_DINP, 256, 784, 1024, 0, 21, 8},
-    {MF_DWEIGHT, 1024, 784, 256, 0, 22, 1},
-    {MF_FWD, 256, 1024, 1024, 0, 28, 2},
-    {MF_DINP, 256, 1024, 1024, 0, 28, 2},
-    {MF_DWEIGHT, 1024, 1024, 256, 0, 21, 1},
-    // and the small model's (784 -> 128 at batch 64; the head is its own kernel), from `... sweep CSV
-    // all fp32` on an H100
-    {MF_FWD, 64, 128, 784, 0, 24, 8},
-    {MF_DWEIGHT, 128, 784, 64, 0, 24, 1},
-    // the big model (784 -> 4096 -> 4096 at batch 1024), from `matmul_forward sweep CSV big tf32` and
-    // `... big bf16` on an H100
-    {MF_FWD, 1024, 4096, 784, MF_TF32_EXACT, 13, 1},
-    {MF_DINP, 1024, 784, 4096, MF_TF32_EXACT, 7, 4},
-    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_EXACT, 19, 1},
-    {MF_FWD, 1024, 4096, 4096, MF_TF32_EXACT, 13, 1},
-    {MF_DINP, 1024, 4096, 4096, MF_TF32_EXACT, 7, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_EXACT, 19, 1},
-    {MF_FWD, 1024, 4096, 784, MF_TF32_ROUND, 7, 1},
-    {MF_DINP, 1024, 784, 4096, MF_TF32_ROUND, 7, 4},
-    {MF_DWEIGHT, 4096, 784, 1024, MF_TF32_ROUND, 19, 1},
-    {MF_FWD, 1024, 4096, 4096, MF_TF32_ROUND, 19, 1},
-    {MF_DINP, 1024, 4096, 4096, MF_TF32_ROUND, 19, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, MF_TF32_ROUND, 19, 1},
-    // BF16 there, mma.m16n8k16 on the same tiles
-    {MF_FWD, 1024, 4096, 784, MF_BF16, 19, 1},
-    {MF_DINP, 1024, 784, 4096, MF_BF16, 7, 4},
-    {MF_DWEIGHT, 4096, 784, 1024, MF_BF16, 19, 1},
-    {MF_FWD, 1024, 4096, 4096, MF_BF16, 19, 1},
-    {MF_DINP, 1024, 4096, 4096, MF_BF16, 19, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, MF_BF16, 19, 1},
-    // and FP32 there: 3xTF32 on the tensor cores (configurations 20 and 21: MF_TF32X3, kernels/fast/
-    // matmul_fast.h), the same tiles as TF32's picks: the fastest FP32 configurations of
-    // `matmul_forward sweep CSV big fp32` on an H100, level with cuBLAS's SGEMM or ahead of it, where
-    // FP32 on the CUDA cores is behind
-    {MF_FWD, 1024, 4096, 784, 0, 20, 1},
-    {MF_DINP, 1024, 784, 4096, 0, 21, 2},
-    {MF_DWEIGHT, 4096, 784, 1024, 0, 21, 1},
-    {MF_FWD, 1024, 4096, 4096, 0, 20, 1},
-    {MF_DINP, 1024, 4096, 4096, 0, 21, 1},
-    {MF_DWEIGHT, 4096, 4096, 1024, 0, 21, 1},
-};
-
-// the tuned table's entry for this product, if it has one, this GPU is the one it was measured on,
-// and the configuration can run here
-static const MatmulFastTuned *mf_tuned_pick(MfProduct prod, int M, int N, int K, int tf32) {
-    if (mf_num_sms() != MF_TUNED_SMS) return NULL;
-    for (size_t i = 0; i < sizeof(mf_tuned) / sizeof(mf_tuned[0]); i++) {
-        const MatmulFastTuned *t = &mf_tuned[i];
-        if (t->prod != prod || t->M != M || t->N != N || t->K != K || t->tf32 != tf32) continue;
-        const MatmulFastCfg *c = mf_cfg(tf32, t->cfg);
-        return c && mf_cfg_usable(c, prod, tf32) ? t : NULL;
-    }
-    return NULL;
-}
-
-// ----------------------------------------------------------------------------
 // large products
 
-// The big model's measured picks (the tuned table's last rows: 128 x 256 and 128 x 128 tiles, the
-// 64 x 128 wgmma tile for the forward products on TF32 values) carried to products at least as large
-// as its own, which the table does not hold: wider layers, larger batches. The cost model, fitted to
+// The large tiles (128 x 256 and 128 x 128, the 64 x 128 wgmma tile for the forward products on TF32
+// values), measured fastest on the big model's products (784 -> 4096 -> 4096 at batch 1024), for
+// every product at least about that large: wider layers, larger batches. The cost model, fitted to
 // the small tiles' timings, never picks these tiles, and on such shapes its picks ran at a fraction of
 // them. A product takes its precision's row here when its tiles make at least half a
 // wave over the SMs, one K slice each, and K is at least MF_LARGE_MIN_K (the shortest measured: the
@@ -269,20 +160,17 @@ static void mf_plan_slices(MatmulFastPlan *p, int K, int bk, int cluster) {
     }
 }
 
-// the planner's choice (the tuned table's, else the cost model's cheapest candidate); tf32 as
-// mf_tf32_here gives it. cfg -1: nothing built for this product and precision.
+// the planner's choice (a large product's tile, else the cost model's cheapest candidate); tf32 as
+// mf_tf32_here gives it. Where the cost model is not good enough, the trainer's autotune times the
+// candidates on the device (kernels/fast/matmul/tune.h) and its cache overrides this. cfg -1: nothing built for this product and precision.
 static MatmulFastPlan mf_plan(MfProduct prod, int M, int N, int K, int tf32, int have_scratch) {
     const MatmulFastCfg *cfgs = tf32 ? mf_tf32_cfgs : mf_fp32_cfgs;
     const int ncfg = tf32 ? MF_NUM_TF32_CFGS : MF_NUM_FP32_CFGS;
     const int cluster = mf_has_clusters();
     const int can_split = cluster || have_scratch;
     MatmulFastPlan p = {-1, 1, K, 0};
-    const MatmulFastTuned *tuned = cluster ? mf_tuned_pick(prod, M, N, K, tf32) : NULL;
-    const MatmulFastCfg *large = tuned ? NULL : mf_large_pick(prod, M, N, K, tf32);
-    if (tuned) {   // a measured pick: no cost model
-        p.cfg = tuned->cfg;
-        p.splits = tuned->splits;
-    } else if (large) {   // a large product: the big model's tile, no K split
+    const MatmulFastCfg *large = mf_large_pick(prod, M, N, K, tf32);
+    if (large) {   // a large product: the big model's tile, no K split
         p.cfg = large->id;
         p.splits = 1;
     } else {

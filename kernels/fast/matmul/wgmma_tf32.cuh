@@ -10,8 +10,8 @@ multiply-adds, issued by a warpgroup (4 warps, 128 threads) together, and runs a
 the threads prepare the next tile; a block has WGS warpgroups, each 64 rows of the tile.
 Why here: the trainer's -x 1 forward products take their operands as TF32 values (MF_TF32_EXACT),
 so this kernel needs no rounding pass over its tiles, and is then the fastest on the wide model's
-forward shapes (the tuned table, kernels/fast/matmul/planner.cuh). With a rounding pass it is no faster than
-mma.sync, so the planner leaves it to the tuned table.
+forward shapes, and on large ones (mf_large, kernels/fast/matmul/planner.cuh). With a rounding pass it is
+no faster than mma.sync, so the cost model never picks it: the large products' rule and the autotune do.
 
 Shared layout: wgmma takes 32-bit operands k-major only (it cannot transpose them), in the
 "128-byte swizzle" mode here: a tile row is BK = 32 floats = 128 bytes, 8 rows make a 1024-byte
