@@ -90,7 +90,8 @@ typedef struct {
                                           // (FusedDeepArgs.dacts_r, layers 2 .. L - 1 one after another), or NULL
     long long *fused_prof;                // NULL, or where it stamps its phases (dev/fused_profile.cu)
     // several ranks (plan.ranks > 1): the gradients' sum over the ranks and the stream it runs on,
-    // with the SGD steps after it (model_backward_update), and its events
+    // with the SGD steps after it (model_backward_update), and its events (the stream and events exist
+    // on one GPU too)
     int rank;                             // this process's rank (0 on one GPU); plan.ranks the job's
     GradSum sum_grads;
     void *sum_ctx;
@@ -212,14 +213,13 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_bias_done, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_step, cudaEventDisableTiming));
-    if (ranks > 1) {
-        cudaCheck(cudaStreamCreateWithFlags(&m->comm, cudaStreamNonBlocking));
-        for (int l = 0; l < L; l++) {
-            cudaCheck(cudaEventCreateWithFlags(&m->ev_dw[l], cudaEventDisableTiming));
-            cudaCheck(cudaEventCreateWithFlags(&m->ev_db[l], cudaEventDisableTiming));
-        }
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_comm_done, cudaEventDisableTiming));
+    // (a rank of one, -g 1, sums its log lines' losses over the ranks on it too)
+    cudaCheck(cudaStreamCreateWithFlags(&m->comm, cudaStreamNonBlocking));
+    for (int l = 0; l < L; l++) {
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_dw[l], cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&m->ev_db[l], cudaEventDisableTiming));
     }
+    cudaCheck(cudaEventCreateWithFlags(&m->ev_comm_done, cudaEventDisableTiming));
 }
 
 // the captured graphs: they hold this model's buffers, so they go with it
@@ -263,14 +263,12 @@ static void model_free(Model *m) {
     cudaCheck(cudaEventDestroy(m->ev_step));
     cudaCheck(cudaStreamDestroy(m->side));
     cudaCheck(cudaStreamDestroy(m->bias_stream));
-    if (m->comm) {
-        for (int l = 0; l < m->L; l++) {
-            cudaCheck(cudaEventDestroy(m->ev_dw[l]));
-            cudaCheck(cudaEventDestroy(m->ev_db[l]));
-        }
-        cudaCheck(cudaEventDestroy(m->ev_comm_done));
-        cudaCheck(cudaStreamDestroy(m->comm));
+    for (int l = 0; l < m->L; l++) {
+        cudaCheck(cudaEventDestroy(m->ev_dw[l]));
+        cudaCheck(cudaEventDestroy(m->ev_db[l]));
     }
+    cudaCheck(cudaEventDestroy(m->ev_comm_done));
+    cudaCheck(cudaStreamDestroy(m->comm));
 }
 
 // the weights' TF32 or BF16 copies made from params again, after anything but an optimizer step wrote
