@@ -106,6 +106,7 @@ def worker(rank, args, port, result_path):
             with torch.autocast(device_type="cuda", dtype=getattr(torch, autocast)):
                 return F.cross_entropy(ddp(x), y, reduction="sum") * scale
         return F.cross_entropy(ddp(x), y, reduction="sum") * scale
+
     data = bp.Data(torch, args.data, device, args.limit)
     n, B, N = data.n_train, args.batch, args.gpus
     gen = torch.Generator(device="cpu")
