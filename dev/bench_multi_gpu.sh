@@ -296,11 +296,12 @@ if not from_csv:
 print("\n".join(md))
 
 # The picture, written by hand as SVG: a panel per (model, batch); x the GPUs on a log scale, y the
-# samples/s from 0; a colour per precision, ours solid with dots, DDP dashed with squares.
+# samples/s from 0; a colour per precision, ours solid with dots, DDP dashed with squares, and a
+# thin dotted line for ours' one GPU times N (linear scaling).
 panels = list(dict.fromkeys((k[0], k[2]) for k in rows))
 gpus = sorted({k[3] for k in rows})
 PW, PH, ML, MR, MT, MB = 360, 260, 70, 15, 40, 45
-W, H = PW * max(1, len(panels)), PH + 70
+W, H = max(PW * max(1, len(panels)), 780), PH + 70
 svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
        '<rect width="100%" height="100%" fill="white"/>',
        '<text x="%d" y="16" text-anchor="middle" font-size="12">%s</text>' % (W // 2, title.replace("&", "&amp;"))]
@@ -308,6 +309,7 @@ for i, (m, b) in enumerate(panels):
     x0, y0, w, h = i * PW + ML, MT, PW - ML - MR, PH - MT - MB
     pts = {k: r for k, r in rows.items() if k[0] == m and k[2] == b}
     top = max([v for r in pts.values() for v in (r["ours"], r["ddp"]) if v] or [1]) * 1.1
+    top = max([top] + [r["plain"] * k[3] * 1.02 for k, r in pts.items() if r["plain"]])
     exp = 10 ** math.floor(math.log10(top / 5))
     tick = min((s * exp for s in (1, 2, 5, 10) if top / (s * exp) <= 6), default=exp)
     gx = lambda g: x0 + (w * (math.log2(g) - math.log2(gpus[0])) / max(1e-9, math.log2(gpus[-1]) - math.log2(gpus[0]))
@@ -327,6 +329,10 @@ for i, (m, b) in enumerate(panels):
     svg.append('<text x="%d" y="%d" text-anchor="middle" transform="rotate(-90 %d %d)">samples/s</text>' % (
         i * PW + 14, y0 + h // 2, i * PW + 14, y0 + h // 2))
     for p in PRECS:
+        base = [r["plain"] for k, r in pts.items() if k[1] == p and r["plain"]]
+        if base and len(gpus) > 1:
+            svg.append('<polyline fill="none" stroke="%s" stroke-width="1" stroke-dasharray="1,3" points="%s"/>' % (
+                COLOR[p], " ".join("%.1f,%.1f" % (gx(g), gy(base[0] * g)) for g in gpus)))
         for side, dash, mark in (("ours", "", "circle"), ("ddp", ' stroke-dasharray="5,4"', "rect")):
             line = sorted((k[3], r[side]) for k, r in pts.items() if k[1] == p and r[side])
             if not line:
@@ -343,7 +349,10 @@ for p in [p for p in PRECS if any(k[1] == p for k in rows)]:
         svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>' % (
             lx, H - 18, lx + 28, H - 18, COLOR[p], dash))
         svg.append('<text x="%d" y="%d">%s %s</text>' % (lx + 34, H - 14, side, p.upper()))
-        lx += 110
+        lx += 100
+svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444" stroke-width="1" stroke-dasharray="1,3"/>' % (
+    lx, H - 18, lx + 28, H - 18))
+svg.append('<text x="%d" y="%d">ours, one GPU x N</text>' % (lx + 34, H - 14))
 svg.append("</svg>")
 write_whole("multi_gpu.svg", "\n".join(svg) + "\n")
 print("picture: %s" % os.path.join(out, "multi_gpu.svg"))
@@ -358,6 +367,9 @@ fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.5 * max(1, len(panel
 for ax, (m, b) in zip(axes[0], panels):
     pts = {k: r for k, r in rows.items() if k[0] == m and k[2] == b}
     for p in PRECS:
+        base = [r["plain"] for k, r in pts.items() if k[1] == p and r["plain"]]
+        if base and len(gpus) > 1:
+            ax.plot(gpus, [base[0] * g for g in gpus], ":", color=COLOR[p], lw=1)
         for side, style in (("ours", "o-"), ("ddp", "s--")):
             line = sorted((k[3], r[side]) for k, r in pts.items() if k[1] == p and r[side])
             if line:
