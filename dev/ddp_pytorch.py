@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """
-ddp_pytorch.py -- PyTorch DistributedDataParallel, the peer of train_mlp_fast -g N (issue 22): the
-same MLPs, the same data-parallel split, timed per epoch. dev/bench_multi_gpu.sh runs it beside
-our trainer.
+ddp_pytorch.py -- PyTorch DistributedDataParallel, the peer of train_mlp_fast -g N: the same MLPs,
+the same data-parallel split, timed per epoch. dev/bench_multi_gpu.sh runs it beside our trainer.
 
-    python3 dev/ddp_pytorch.py --config big --gpus 2 --batch 2048 --epochs 4 --json /tmp/ddp.json
+    python3 dev/ddp_pytorch.py --config big --gpus 2 --batch 8192 --epochs 30 --json /tmp/ddp.json
     python3 dev/ddp_pytorch.py --config wide --gpus 1 --batch 256 --mode eager_tf32
+    python3 dev/ddp_pytorch.py --config big --gpus 4 --batch 4096 --mode eager_bf16 --bucket-cap-mb 50
 
 No torchrun: one process per GPU started by torch.multiprocessing.spawn, the NCCL backend, the
 rendezvous on a free TCP port of this host. Each rank holds the whole training set on its GPU
@@ -17,17 +17,32 @@ rows' summed cross-entropy times N / (the global batch's rows), so the average i
 batch's mean gradient, as on one GPU. SGD with momentum (--lr, --momentum), rank 0's initial
 weights broadcast by DDP itself.
 
+DDP at its best settings for this loop: gradient_as_bucket_view=True (the gradients live in DDP's
+buckets, no copy into them), static_graph=True (the same parameters get gradients in the same order
+at every step, so DDP can skip its per-step search for unused ones and reorder its buckets after
+the first step), bucket_cap_mb as --bucket-cap-mb says (default: DDP's own, 25 MB), and SGD with
+fused=True (one kernel for every parameter) where this torch has it, else foreach=True.
+
 Timing: wall clock around each epoch with torch.cuda.synchronize and a barrier on every rank
 (rank 0 reports it); the first --warmup epochs are left out, the median of the rest is the epoch
 time; samples/s = training images / epoch time. The test set is evaluated by rank 0 after the
-last epoch. Modes: eager (FP32 matmuls), eager_tf32.
+last epoch. --epochs should leave at least 200 full steps after the warm-up (the record's
+steps_timed): at batch 8192 an epoch of Fashion-MNIST is 7 full steps, so --epochs 30.
+Modes, as train_mlp_fast's -x:
+    eager        FP32 matmuls (-x 0)
+    eager_tf32   TF32 matmuls, FP32 everywhere else (-x 1)
+    eager_bf16   autocast BF16 around the forward pass and the loss: the products in BF16, the
+                 weights, their gradients, the all-reduce and SGD in FP32 (-x 2)
 
 JSON (--json FILE, written by rank 0): one record: impl "pytorch_ddp", config, mode, gpus, batch,
 gpu (name of GPU 0), epoch_s_median, epoch_s_all, samples_per_s, test_acc, test_loss, torch,
-nccl (version), status ("ok" or "failed: ...").
+nccl (version), status ("ok" or "failed: ..."); and epochs, warmup, steps_per_epoch (full steps),
+steps_timed (full steps in the epochs after the warm-up), optimizer ("sgd fused" or "sgd foreach"),
+gradient_as_bucket_view, static_graph, bucket_cap_mb (null: DDP's default).
 """
 
 import argparse
+import inspect
 import json
 import os
 import socket
@@ -52,6 +67,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+MODES = {  # mode -> (TF32 on?, autocast dtype name or None)
+    "eager": (False, None),
+    "eager_tf32": (True, None),
+    "eager_bf16": (False, "bfloat16"),
+}
+
+
+def make_sgd(torch, params, lr, momentum):
+    """SGD with momentum in one kernel for all parameters (fused) where torch has it, else foreach.
+    Returns (optimizer, its name for the record)."""
+    if "fused" in inspect.signature(torch.optim.SGD).parameters:
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, fused=True), "sgd fused"
+    return torch.optim.SGD(params, lr=lr, momentum=momentum, foreach=True), "sgd foreach"
+
+
 def worker(rank, args, port, result_path):
     import torch
     import torch.distributed as dist
@@ -60,14 +90,23 @@ def worker(rank, args, port, result_path):
     torch.cuda.set_device(rank)
     device = torch.device("cuda", rank)
     dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=args.gpus)
-    tf32 = args.mode == "eager_tf32"
+    tf32, autocast = MODES[args.mode]
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     cfg = CONFIGS[args.config]
     torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP broadcasts rank 0's anyway)
     model = bp.build_model(torch, cfg["sizes"], cfg["act"]).to(device)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank], gradient_as_bucket_view=True)
-    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
+    bucket = {} if args.bucket_cap_mb is None else dict(bucket_cap_mb=args.bucket_cap_mb)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank], gradient_as_bucket_view=True,
+                                                    static_graph=True, **bucket)
+    opt, opt_name = make_sgd(torch, ddp.parameters(), args.lr, args.momentum)
+
+    def loss_of(x, y, scale):  # the rank's summed cross-entropy times N / (the global batch's rows)
+        if autocast:  # the products in BF16; cross_entropy runs in FP32 under autocast
+            with torch.autocast(device_type="cuda", dtype=getattr(torch, autocast)):
+                return F.cross_entropy(ddp(x), y, reduction="sum") * scale
+        return F.cross_entropy(ddp(x), y, reduction="sum") * scale
+
     data = bp.Data(torch, args.data, device, args.limit)
     n, B, N = data.n_train, args.batch, args.gpus
     gen = torch.Generator(device="cpu")
@@ -82,8 +121,7 @@ def worker(rank, args, port, result_path):
             idx = perm[start:start + B]
             gbs = idx.shape[0]
             mine = torch.tensor_split(idx, N)[rank]
-            logits = ddp(data.Xtr[mine])
-            loss = F.cross_entropy(logits, data.Ytr[mine], reduction="sum") * (N / gbs)
+            loss = loss_of(data.Xtr[mine], data.Ytr[mine], N / gbs)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -97,11 +135,15 @@ def worker(rank, args, port, result_path):
         test_acc, test_loss = bp.evaluate(torch, model, data.Xte, data.Yte)
         kept = times[args.warmup:] or times
         med = statistics.median(kept)
+        full = n // B  # full steps an epoch
         nccl = torch.cuda.nccl.version()
         record = dict(impl="pytorch_ddp", config=args.config, mode=args.mode, gpus=N, batch=B,
                       gpu=torch.cuda.get_device_name(0), epoch_s_median=med, epoch_s_all=times,
                       samples_per_s=n / med, test_acc=test_acc, test_loss=test_loss, torch=torch.__version__,
-                      nccl=".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl), status="ok")
+                      nccl=".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl), status="ok",
+                      epochs=args.epochs, warmup=args.warmup, steps_per_epoch=full, steps_timed=full * len(kept),
+                      optimizer=opt_name, gradient_as_bucket_view=True, static_graph=True,
+                      bucket_cap_mb=args.bucket_cap_mb)
         with open(result_path, "w") as f:
             json.dump(record, f)
     dist.destroy_process_group()
@@ -112,9 +154,12 @@ def main():
     ap.add_argument("--config", choices=sorted(CONFIGS), default="big")
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--batch", type=int, default=2048, help="the global batch, split over the GPUs")
-    ap.add_argument("--mode", choices=("eager", "eager_tf32"), default="eager")
+    ap.add_argument("--mode", choices=sorted(MODES), default="eager",
+                    help="eager (FP32), eager_tf32, eager_bf16 (autocast BF16, FP32 weights)")
     ap.add_argument("--epochs", type=int, default=4, help="epochs, warm-up included (default 4)")
     ap.add_argument("--warmup", type=int, default=1, help="leading epochs left out of the median (default 1)")
+    ap.add_argument("--bucket-cap-mb", type=float, default=None,
+                    help="DDP's gradient bucket size in MB (default: DDP's own)")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--seed", type=int, default=1337)
@@ -132,6 +177,11 @@ def main():
                          % (args.gpus, torch.cuda.device_count() if torch.cuda.is_available() else 0))
     if args.batch < args.gpus:
         raise SystemExit("error: --batch %d is smaller than --gpus %d" % (args.batch, args.gpus))
+    if args.epochs < 1 or not 0 <= args.warmup < args.epochs:
+        raise SystemExit("error: --epochs %d --warmup %d: at least one epoch must be timed after the warm-up "
+                         "---> try: --epochs %d" % (args.epochs, args.warmup, args.warmup + 1))
+    if args.bucket_cap_mb is not None and not args.bucket_cap_mb > 0:
+        raise SystemExit("error: --bucket-cap-mb %g: must be above 0" % args.bucket_cap_mb)
     result = args.json or os.path.join("/tmp", "ddp_pytorch_%d.json" % os.getpid())
     if os.path.exists(result):
         os.unlink(result)

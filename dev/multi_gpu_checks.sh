@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dev/multi_gpu_checks.sh -- train_mlp_fast as one rank per GPU under every launcher, on a machine
-# with two GPUs or more: what test_multi_gpu does not run (it runs -g N only).
+# with two GPUs or more: what test_multi_gpu does not run (it runs -g N and torchrun only).
 #
 #   bash dev/multi_gpu_checks.sh [DATA]        (default: the first of data/fashion-mnist, data/mnist)
 #

@@ -1,6 +1,6 @@
 /*
-tests/test_multi_gpu.cu: train_mlp_fast -g N (data-parallel training through NCCL, issue 22), run as a
-user runs it, against its own one-GPU path. Host code only: it runs the trainer binary on a small IDX
+tests/test_multi_gpu.cu: train_mlp_fast -g N (data-parallel training through NCCL), run as a user runs
+it, against its own one-GPU path. Host code only: it runs the trainer binary on a small IDX
 dataset written here and reads back its CSV logs and checkpoints; CUDA only counts the GPUs.
 
   1. the command line (no GPU needed): -g out of range; -b not a multiple of -g; an epoch whose last
@@ -15,8 +15,9 @@ dataset written here and reads back its CSV logs and checkpoints; CUDA only coun
      fused into the bias and weight gradient kernels: both call sgd_one on the same gradient value)
      and NCCL's all-reduce and broadcast, which with one rank leave the buffer as it is.
   3. (a GPU) -g with more GPUs than are visible: exit 2 and one line.
-  4. (2 GPUs) -g 2 against -g 1 at the same global batch (each GPU takes half of every batch, the
-     epoch's short last batch split 21/20), step by step, for the same five models.
+  4. (N GPUs, for N = 2 and 4 where the machine has them; the N-GPU parts are 4 to 7) -g N against
+     -g 1 at the same global batch (each GPU takes 1/N of every batch, the epoch's short last batch
+     of 41 rows split 21/20 on two GPUs, 11/10/10/10 on four), step by step, for the same five models.
      Tolerances (FP32): each step's loss within 1e-4, the final weights within 1e-4 and the momentum
      within 1e-3 in relative norm, the evaluation's loss within 1e-3 and its accuracy within 1%.
      Why: the two runs compute the same sums in another order. A weight gradient is one sum over the
@@ -32,11 +33,15 @@ dataset written here and reads back its CSV logs and checkpoints; CUDA only coun
      mantissa bits, and a weight that differs by an FP32 ulp between the runs can round to the
      neighbouring TF32 value, a jump of 2^-11 of that weight.
   5. resuming under -g: a run of 2 epochs, and one of 1 epoch resumed with -r for the second, end
-     with the same checkpoint, byte for byte (-g 1; and -g 2 with 2 GPUs); Ctrl-C under -g writes its
+     with the same checkpoint, byte for byte (-g 1; and -g N with N GPUs); Ctrl-C under -g writes its
      checkpoint and exits 130, and a diverging run (-l 1000) exits 1 with a line naming the step,
      neither hanging (every run here is under `timeout`).
-  6. (2 GPUs) -g 2 at per-GPU batches that take the large tiles (784-4096-4096-10 at global batches
+  6. (N GPUs) -g N at per-GPU batches that take the large tiles (784-4096-4096-10 at global batches
      2048 and 4096, every precision): both steps against -g 1 (test_large says why and how close).
+  7. (N GPUs) the models of 4 started by torchrun (torchrun --no-python --nproc-per-node N, or
+     python3 -m torch.distributed.run where only PyTorch's module is there) against their -g N run:
+     every step's loss, the evaluation, the final weights and momentum, bitwise. Without torchrun
+     each case is skipped, and counted.
 
 Usage: tests/bin/test_multi_gpu [TRAINER]   (default ./train_mlp_fast)
 Ends with "N passed, N failed[, N skipped]"; exits 1 when a check failed.
@@ -57,6 +62,7 @@ Ends with "N passed, N failed[, N skipped]"; exits 1 when a check failed.
 #include "../run/checkpoint.h"  // checkpoint_read: the weights and momentum a run ends with
 #include "../common/rng.h"         // the dataset's pixels
 #include "../common/utils.h"       // mallocCheck, fopenCheck
+#include "../run/job.h"            // job_free_port: torchrun's --master-port
 #include "check.h"
 #include "idx_write.h"  // write_idx_split
 
@@ -68,10 +74,11 @@ static const char *bin = "./train_mlp_fast";
 // ----------------------------------------------------------------------------
 // helpers
 
-// A learnable dataset of 8x8 images: class c lights up the pixels p with p % classes == c a
-// little, under noise (4 classes: 16 pixels each; 40 classes: one or two pixels each).
-// (side: 8, or 28 for the large products' runs, MNIST's 784 inputs)
-static void make_data(const char *dir, int classes, int ntrain, int ntest, int side = 8) {
+// A learnable dataset of 8x8 images and any number of classes (tests/fixtures.h's make_data has 4
+// only): class c lights up the pixels p with p % classes == c a little, under noise (4 classes: 16
+// pixels each; 40 classes: one or two pixels each). (side: 8, or 28 for the large products' runs,
+// MNIST's 784 inputs)
+static void make_class_data(const char *dir, int classes, int ntrain, int ntest, int side = 8) {
     mkdir(dir, 0777);
     Rng rng;
     rng_seed(&rng, 7 + (uint64_t)classes, 5);
@@ -91,18 +98,46 @@ static void make_data(const char *dir, int classes, int ntrain, int ntest, int s
     }
 }
 
-// Runs `timeout RUN_TIMEOUT_S bin args` through the shell; returns its exit status (124: it hung),
+// Runs `timeout RUN_TIMEOUT_S LAUNCHER bin args` through the shell (launcher "": the trainer by
+// itself; else a command that starts it, as torchrun does); returns its exit status (124: it hung),
 // and the output (stdout and stderr together) in out.
-static int run(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char *out, size_t outlen, const char *fmt, ...) {
+static int vrun_launched(const char *launcher, char *out, size_t outlen, const char *fmt, va_list ap) {
     char args[3000], cmd[4000], path[600];
+    vsnprintf(args, sizeof(args), fmt, ap);
+    snprintf(path, sizeof(path), "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof(cmd), "timeout %d %s %s %s", RUN_TIMEOUT_S, launcher, bin, args);
+    return shell_capture(cmd, path, out, outlen);
+}
+static int run_launched(const char *launcher, char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int run_launched(const char *launcher, char *out, size_t outlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
+    int rc = vrun_launched(launcher, out, outlen, fmt, ap);
     va_end(ap);
-    snprintf(path, sizeof(path), "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof(cmd), "timeout %d %s %s", RUN_TIMEOUT_S, bin, args);
-    return shell_capture(cmd, path, out, outlen);
+    return rc;
+}
+static int run(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(char *out, size_t outlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vrun_launched("", out, outlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+// How torchrun is started here: "torchrun", else PyTorch's module of it through python3 (on a
+// machine where torchrun lives in PyTorch's environment but not on PATH), else NULL: not installed.
+static const char *torchrun_command(void) {
+    static int looked = 0;
+    static const char *cmd = NULL;
+    if (!looked) {
+        looked = 1;
+        if (system("command -v torchrun >/dev/null 2>&1") == 0) cmd = "torchrun";
+        else if (system("python3 -c 'import torch.distributed.run' >/dev/null 2>&1") == 0)
+            cmd = "python3 -m torch.distributed.run";
+    }
+    return cmd;
 }
 
 static int count_lines(const char *text) {
@@ -214,14 +249,17 @@ static const Case MODELS[] = {
 #define NUM_MODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 #define COMMON "-b 64 -l 0.1 -k 0.9 -w 0.0001 -n 2 -v 1 -s 5"
 
-// One run of a model; gpus 0: no -g. Its CSV and checkpoint are tmpdir/NAME.csv and .ckpt.
-static int train(const Case *m, int gpus, const char *name) {
+// One run of a model; gpus 0: no -g. launcher: NULL, or a command that starts the trainer as its
+// ranks itself (torchrun: no -g then). Its CSV and checkpoint are tmpdir/NAME.csv and .ckpt.
+static int train(const Case *m, int gpus, const char *name, const char *launcher = NULL) {
     char g[32] = "";
-    if (gpus) snprintf(g, sizeof(g), "-g %d", gpus);
-    int rc = run(out, OUT_LEN, "-d %s %s %s %s -o %s/%s.csv -c %s/%s.ckpt", m->classes == 40 ? data40 : data4,
-                 m->flags, COMMON, g, tmpdir, name, tmpdir, name);
+    if (gpus && !launcher) snprintf(g, sizeof(g), "-g %d", gpus);
+    int rc = run_launched(launcher ? launcher : "", out, OUT_LEN, "-d %s %s %s %s -o %s/%s.csv -c %s/%s.ckpt",
+                          m->classes == 40 ? data40 : data4, m->flags, COMMON, g, tmpdir, name, tmpdir, name);
     char msg[512];
-    if (rc != 0) printf("    (%s %s: exit %d: %s)\n", m->name, g[0] ? g : "without -g", rc, first_line(out, msg, sizeof(msg)));
+    if (rc != 0)
+        printf("    (%s %s: exit %d: %s)\n", m->name, launcher ? launcher : g[0] ? g : "without -g", rc,
+               first_line(out, msg, sizeof(msg)));
     return rc;
 }
 
@@ -293,30 +331,42 @@ static void compare_runs(const Case *m, const char *got, const char *want, int b
 // ----------------------------------------------------------------------------
 // 6. per-GPU batches that take the large products' kernels
 
-// The big model's shape at global batches of 2048 and 4096: each GPU's share of 1024 or 2048 rows
-// takes the large tiles (more than 48 KB of shared memory a block) in every precision. The kernels'
-// function attributes belong to each device, so each rank must set its own: a run on two GPUs
-// launches them on the second GPU too. Each is compared with -g 1 at the same global batch, two steps
+// The big model's shape at global batches of 2048 and 4096: on two GPUs each GPU's share of 1024 or
+// 2048 rows takes the large tiles (more than 48 KB of shared memory a block) in every precision, and
+// on four the shares of 512 and 1024 rows take what the planner picks for those. The kernels'
+// function attributes belong to each device, so each rank must set its own: a run on several GPUs
+// launches them on the others too. Each is compared with -g 1 at the same global batch, two steps
 // (the same tolerances as above, 10x looser for TF32 and BF16: the products' operands are rounded,
 // and a K split planned for one batch may differ from the other's).
 typedef struct { const char *flags; int tf32; } LargeCase;
 static const LargeCase LARGE[] = {
     {"-x 0 -b 4096", 0}, {"-x 1 -b 2048", 1}, {"-x 1 -b 4096", 1}, {"-x 2 -b 2048", 1}, {"-x 2 -b 4096", 1},
 };
+#define NUM_LARGE ((int)(sizeof(LARGE) / sizeof(LARGE[0])))
+static int large_ref_rc[NUM_LARGE] = {-1, -1, -1, -1, -1};  // the -g 1 runs' exits (-1: not run yet): run once
 
 static void test_large(int gpus) {
-    section("-g 2 at per-GPU batches of 1024 and 2048 rows on 784-4096-4096-10 (the large tiles), against -g 1");
-    for (size_t i = 0; i < sizeof(LARGE) / sizeof(LARGE[0]); i++) {
+    char name[200];
+    snprintf(name, sizeof(name), "-g %d at global batches 2048 and 4096 of 784-4096-4096-10 (%d and %d rows a GPU), "
+             "against -g 1", gpus, 2048 / gpus, 4096 / gpus);
+    section(name);
+    for (int i = 0; i < NUM_LARGE; i++) {
         const LargeCase *c = &LARGE[i];
         CsvRun r[2];
         int rc[2], ok = 1;
         char msg[512];
         for (int g = 0; g < 2; g++) {
             char path[600];
-            snprintf(path, sizeof(path), "%s/large%zu_g%d.csv", tmpdir, i, g + 1);
-            rc[g] = run(out, OUT_LEN, "-d %s -m 784,4096,4096,10 -a relu -l 0.05 -k 0.9 -n 2 -t 1 -v 1 -s 3 %s -g %d -o %s",
-                        data784, c->flags, g ? gpus : 1, path);
-            if (rc[g] != 0) printf("    (%s -g %d: exit %d: %s)\n", c->flags, g ? gpus : 1, rc[g], first_line(out, msg, sizeof(msg)));
+            snprintf(path, sizeof(path), "%s/large%d_g%d.csv", tmpdir, i, g ? gpus : 1);
+            if (g == 0 && large_ref_rc[i] >= 0) {
+                rc[g] = large_ref_rc[i];
+            } else {
+                rc[g] = run(out, OUT_LEN, "-d %s -m 784,4096,4096,10 -a relu -l 0.05 -k 0.9 -n 2 -t 1 -v 1 -s 3 %s -g %d -o %s",
+                            data784, c->flags, g ? gpus : 1, path);
+                if (rc[g] != 0)
+                    printf("    (%s -g %d: exit %d: %s)\n", c->flags, g ? gpus : 1, rc[g], first_line(out, msg, sizeof(msg)));
+                if (g == 0) large_ref_rc[i] = rc[g];
+            }
             ok &= rc[g] == 0 && read_csv(path, &r[g]) == 0;
         }
         if (!check(ok && r[0].n == 2 && r[1].n == 2, "%s: -g 1 and -g %d both run their 2 steps (exits %d and %d)",
@@ -431,6 +481,57 @@ static void test_resume(int gpus) {
 }
 
 // ----------------------------------------------------------------------------
+// 4 to 7 on n GPUs
+
+static void test_ranks(int n, int gpus) {
+    char name[200];
+    snprintf(name, sizeof(name), "-g %d against -g 1 at the same global batch, step by step (tolerances: the top of "
+             "the file)", n);
+    section(name);
+    if (gpus < n) {
+        skip("%d GPU%s here: the -g %d part needs %d (a machine with %d, e.g. nvidia-h200-x%d)", gpus,
+             gpus == 1 ? "" : "s", n, n, n, n);
+        return;
+    }
+    const double t0 = now_seconds();
+    int rc_g[NUM_MODELS];
+    for (int i = 0; i < NUM_MODELS; i++) {
+        const Case *m = &MODELS[i];
+        char one[32], many[32];
+        snprintf(one, sizeof(one), "g1_%d", i);  // (the -g 1 runs of above)
+        snprintf(many, sizeof(many), "g%d_%d", n, i);
+        rc_g[i] = train(m, n, many);
+        if (check(rc_g[i] == 0, "%s: the -g %d run (exit %d)", m->name, n, rc_g[i])) compare_runs(m, many, one, 0);
+    }
+    test_resume(n);
+    test_large(n);
+
+    // The same ranks started by torchrun instead of -g's spawner: the same processes on the same
+    // GPUs with the same rows, so every step and the final weights come out bit for bit the same.
+    snprintf(name, sizeof(name), "torchrun --no-python --nproc-per-node %d against -g %d: bitwise the same", n, n);
+    section(name);
+    const char *tr = torchrun_command();
+    for (int i = 0; i < NUM_MODELS; i++) {
+        const Case *m = &MODELS[i];
+        if (!tr) {
+            skip("%s: torchrun is not installed here (nor python3 -m torch.distributed.run)", m->name);
+            continue;
+        }
+        // (torchrun's agent listens on --master-port; the ranks meet on the port above it, the default)
+        const int port = job_free_port();
+        char launcher[300], many[32], launched[32];
+        snprintf(launcher, sizeof(launcher), "%s --no-python --nproc-per-node %d --master-addr 127.0.0.1 --master-port %d",
+                 tr, n, port > 0 ? port : 29500);
+        snprintf(many, sizeof(many), "g%d_%d", n, i);
+        snprintf(launched, sizeof(launched), "torchrun%d_%d", n, i);
+        int rc = train(m, n, launched, launcher);
+        if (check(rc == 0 && rc_g[i] == 0, "%s: %s and -g %d both run (exits %d and %d)", m->name, tr, n, rc, rc_g[i]))
+            compare_runs(m, launched, many, 1);
+    }
+    printf("  (the -g %d part took %.0f s)\n", n, now_seconds() - t0);
+}
+
+// ----------------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     if (argc > 1) bin = argv[1];
@@ -442,10 +543,10 @@ int main(int argc, char **argv) {
     }
     snprintf(data4, sizeof(data4), "%s/data4", tmpdir);
     snprintf(data40, sizeof(data40), "%s/data40", tmpdir);
-    make_data(data4, 4, 1001, 300);
-    make_data(data40, 40, 1001, 300);
+    make_class_data(data4, 4, 1001, 300);
+    make_class_data(data40, 40, 1001, 300);
     snprintf(data784, sizeof(data784), "%s/data784", tmpdir);
-    make_data(data784, 10, 4096, 100, 28);
+    make_class_data(data784, 10, 4096, 100, 28);
     struct stat st;
     if (stat(bin, &st) != 0) {
         section("train_mlp_fast -g");
@@ -460,7 +561,7 @@ int main(int argc, char **argv) {
     if (!nccl) skip("this %s was built without NCCL: the -g runs are skipped", bin);
     else if (gpus < 1) skip("no CUDA GPU here: the -g runs are skipped");
     if (!nccl || gpus < 1) {
-        section("-g 2 against -g 1");
+        section("-g N against -g 1");
         skip("%s", !nccl ? "no NCCL in this build" : "no CUDA GPU here");
         return test_exit();
     }
@@ -482,20 +583,6 @@ int main(int argc, char **argv) {
 
     test_resume(1);
 
-    section("-g 2 against -g 1 at the same global batch, step by step (tolerances: the top of the file)");
-    if (gpus < 2) {
-        skip("%d GPU here: the two-GPU comparison needs 2 (a machine with several, e.g. nvidia-h200-x2)", gpus);
-        return test_exit();
-    }
-    for (int i = 0; i < NUM_MODELS; i++) {
-        const Case *m = &MODELS[i];
-        char one[32], two[32];
-        snprintf(one, sizeof(one), "g1_%d", i);  // (the -g 1 runs of above)
-        snprintf(two, sizeof(two), "g2_%d", i);
-        int rc2 = train(m, 2, two);
-        if (check(rc2 == 0, "%s: the -g 2 run (exit %d)", m->name, rc2)) compare_runs(m, two, one, 0);
-    }
-    test_resume(2);
-    test_large(2);
+    for (int n = 2; n <= 4; n *= 2) test_ranks(n, gpus);
     return test_exit();
 }
