@@ -302,7 +302,7 @@ sanitize: train_mlp train_mlp_fast test_mlp
 # (once fixed, keep it in tests/fuzz/regressions/TARGET/: make test runs those). tests/fuzz/README.md
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args safetensors json
+FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args safetensors json plan_cache
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu11 -I$(STB_INCLUDE)
 # the longest input each target is given (default 4096 bytes): a checkpoint's header alone is 12,608
 FUZZ_MAX_LEN_cifar := 8192

@@ -31,7 +31,7 @@ The format, every field little-endian (4-byte integers, IEEE floats), CRC last a
     offset  bytes    field
     0       8        magic "MLPCUPLN" (OUTPUT_PLAN_MAGIC, common/safe_write.h)
     8       4        format version (PLAN_CACHE_VERSION)
-    12      96       GPU name, zero-padded (at least one zero)
+    12      96       GPU name, zero-padded (at least one zero, and zeros only after it)
     108     4        SM count
     112     4        CUDA driver version (cudaDriverGetVersion's number: 12080 for 12.8)
     116     4        build id
@@ -106,7 +106,16 @@ typedef struct {
 } PlanCache;
 
 // ----------------------------------------------------------------------------
-// the key's build id
+// the key
+
+// key = (gpu, sms, driver, build_id); gpu is cut to PLAN_CACHE_GPU_NAME - 1 bytes
+static inline void plan_cache_key(PlanCacheKey *key, const char *gpu, int sms, int driver, uint32_t build_id) {
+    memset(key, 0, sizeof(*key));
+    snprintf(key->gpu, sizeof(key->gpu), "%s", gpu);
+    key->sms = sms;
+    key->driver = driver;
+    key->build_id = build_id;
+}
 
 // CRC-32 of the program's own file (/proc/self/exe), computed once: any rebuild changes it. 0 when
 // the file cannot be read (then every build shares one id, and only the driver and GPU tell apart).
@@ -290,8 +299,12 @@ static inline int plan_cache_parse(PlanCache *c, const uint8_t *buf, size_t len,
         c->stale = 1;
         return 0;
     }
-    if (!memchr(name, 0, PLAN_CACHE_GPU_NAME)) {
-        snprintf(warn, nwarn, "the plan cache %s is damaged (its GPU name has no end): ignored", what);
+    const uint8_t *end = (const uint8_t *)memchr(name, 0, PLAN_CACHE_GPU_NAME);
+    int padded = end != NULL;  // zeros from the name's end to the field's, as the writer leaves them
+    for (const uint8_t *q = end; padded && q < name + PLAN_CACHE_GPU_NAME; q++) padded = *q == 0;
+    if (!padded) {
+        snprintf(warn, nwarn, "the plan cache %s is damaged (its GPU name %s): ignored", what,
+                 end ? "is not padded with zeros" : "has no end");
         return -1;
     }
     if (n > PLAN_CACHE_MAX_ENTRIES || len != PLAN_CACHE_FILE_BYTES(n)) {

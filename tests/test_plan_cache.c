@@ -39,11 +39,7 @@ static uint8_t *slurp(const char *path, size_t *n) {
 
 static PlanCacheKey test_key(void) {
     PlanCacheKey k;
-    memset(&k, 0, sizeof(k));
-    snprintf(k.gpu, sizeof(k.gpu), "NVIDIA H200 (test)");
-    k.sms = 132;
-    k.driver = 12080;
-    k.build_id = 0xC0FFEE01u;
+    plan_cache_key(&k, "NVIDIA H200 (test)", 132, 12080, 0xC0FFEE01u);
     return k;
 }
 
@@ -303,6 +299,12 @@ static void test_damage(void) {
     pc_put(&q, (uint32_t)crc32(crc32(0L, Z_NULL, 0), bad, (uInt)(len - 4)));
     write_file(path, bad, len);
     expect_damaged(&key, "a GPU name with no end (CRC-32 right)", "no end", 0);
+    memcpy(bad, good, len);
+    bad[12 + PLAN_CACHE_GPU_NAME - 2] = 'x';
+    q = bad + len - 4;
+    pc_put(&q, (uint32_t)crc32(crc32(0L, Z_NULL, 0), bad, (uInt)(len - 4)));
+    write_file(path, bad, len);
+    expect_damaged(&key, "a byte after the GPU name's end (CRC-32 right)", "not padded", 0);
 
     // another format version with a right CRC-32: a newer mlp.cu's file, a miss like another key
     memcpy(bad, good, len);
