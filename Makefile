@@ -183,6 +183,9 @@ build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
 	$(call SLOW_NVCC,$<,the fast trainer and test_mlp)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -Xfatbin -compress-all -c $< -o $@
 
+# the autotune keeps its choices in the plan cache (host code of common/)
+build/fast/tune.o: common/plan_cache.h common/safe_write.h common/utils.h
+
 train_fast: train_mlp_fast
 train_mlp_fast: train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)
 ifeq ($(NVCC_PATH),)
@@ -201,6 +204,13 @@ dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COM
 	@mkdir -p dev/bin
 	$(call SLOW_NVCC,$<,the dev tool dev/bin/fused_profile)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -I. $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+
+# the autotune against the cost model, product by product, and the plan cache on the GPU (a dev
+# tool: dev/tune_check.cu)
+dev/bin/tune_check: dev/tune_check.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H) $(TEST_H)
+	@mkdir -p dev/bin
+	$(call SLOW_NVCC,$<,the dev tool dev/bin/tune_check)
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
 
 # run/job.h with NCCL on the GPUs: the ranks bootstrap, make their communicator, all-reduce and check
 # (a dev tool, dev/nccl_ranks.cu: the GPU check of the launch, bootstrap and liveness code)

@@ -53,7 +53,8 @@ static void make_saved_cache(const PlanCacheKey *key, char *path, size_t n) {
     PlanCache c;
     char warn[1024], err[1024];
     plan_cache_open(&c, key, warn, sizeof(warn));
-    PlanCacheShape a = shape_of(0, 256, 1024, 784, 2), b = shape_of(1, 256, 784, 1024, 1), d = shape_of(2, 1024, 784, 256, 0);
+    PlanCacheShape a = shape_of(0, 256, 1024, 784, 2), b = shape_of(1, 256, 784, 1024, 1);
+    PlanCacheShape d = shape_of(2, 1024, 784, 256, 0);
     plan_cache_put(&c, &a, 11, 4, 5.25f);
     plan_cache_put(&c, &b, 9, 8, 7.5f);
     plan_cache_put(&c, &d, 22, 1, 3.0f);
