@@ -183,6 +183,9 @@ build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
 	$(call SLOW_NVCC,$<,the fast trainer and test_mlp)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -Xfatbin -compress-all -c $< -o $@
 
+# the autotune keeps its choices in the plan cache (host code of common/)
+build/fast/tune.o: common/plan_cache.h common/safe_write.h common/utils.h
+
 train_fast: train_mlp_fast
 train_mlp_fast: train_mlp_fast.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H)
 ifeq ($(NVCC_PATH),)
@@ -201,6 +204,13 @@ dev/bin/fused_profile: dev/fused_profile.cu train_mlp_fast.cu $(FAST_OBJS) $(COM
 	@mkdir -p dev/bin
 	$(call SLOW_NVCC,$<,the dev tool dev/bin/fused_profile)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -I. $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
+
+# the autotune against the cost model, product by product, and the plan cache on the GPU (a dev
+# tool: dev/tune_check.cu)
+dev/bin/tune_check: dev/tune_check.cu $(FAST_OBJS) $(COMMON_H) $(KERNELS_H) $(FAST_H) $(TEST_H)
+	@mkdir -p dev/bin
+	$(call SLOW_NVCC,$<,the dev tool dev/bin/tune_check)
+	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) $< $(FAST_OBJS) $(CUDA_LDLIBS) -o $@
 
 # run/job.h with NCCL on the GPUs: the ranks bootstrap, make their communicator, all-reduce and check
 # (a dev tool, dev/nccl_ranks.cu: the GPU check of the launch, bootstrap and liveness code)
@@ -302,7 +312,7 @@ sanitize: train_mlp train_mlp_fast test_mlp
 # (once fixed, keep it in tests/fuzz/regressions/TARGET/: make test runs those). tests/fuzz/README.md
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args safetensors json
+FUZZ_TARGETS := idx_raw idx_gz cifar image folder checkpoint args safetensors json plan_cache
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -std=gnu11 -I$(STB_INCLUDE)
 # the longest input each target is given (default 4096 bytes): a checkpoint's header alone is 12,608
 FUZZ_MAX_LEN_cifar := 8192

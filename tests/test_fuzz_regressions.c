@@ -114,6 +114,9 @@ int main(int argc, char **argv) {
     expect("folder", "corpus/folder/shape_mismatch", "every picture must have the same size and colours");
     expect("checkpoint", "corpus/checkpoint/ck_3_4_2_mode0", "accepted");
     expect("checkpoint", "corpus/checkpoint/ck_forged_progress_mode3", "impossible progress");
+    expect("plan_cache", "corpus/plan_cache/plans_3_mode0", "accepted");
+    expect("plan_cache", "corpus/plan_cache/plans_other_driver", "accepted");
+    expect("plan_cache", "corpus/plan_cache/plans_truncated", "truncated");
     expect("args", "corpus/args/full_cpu", "accepted");
     expect("args", "corpus/args/bad_value", "-l: nan is out of range");
     fuzz_clean(1);

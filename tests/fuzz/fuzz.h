@@ -11,6 +11,8 @@ tests/fuzz/fuzz.h: the entry points of the fuzz targets, one per reader of outsi
     fuzz_safetensors  a safetensors file: safetensors_parse (and its JSON parser), then
                       safetensors_copy; the first byte can make the header's length right
     fuzz_json         JSON text: json_parse, then every string decoded and every number read
+    fuzz_plan_cache   the fast trainer's plan cache: plan_cache_parse, the CRC-32 and the key
+                      optionally made right; what it accepts is written back byte for byte
 
 Each takes the fuzzer's bytes and returns 0 (accepted) or -1 (refused, with a one-line message in
 msg); anything else, a crash or a sanitizer report, is a bug. What is accepted is checked too
@@ -42,6 +44,7 @@ themselves are the same code.
 #include "../../run/args.h"
 #include "../../run/checkpoint.h"
 #include "../../run/safetensors.h"
+#include "../../common/plan_cache.h"
 #include "../../data/dataset.h"
 
 // An accepted input that breaks what the reader promises: abort, which the fuzzer reports
@@ -534,6 +537,63 @@ static inline int fuzz_json(const uint8_t *data, size_t size, char *msg, size_t 
     return fuzz_refused(nt < 0 ? -1 : 0, msg);
 }
 
+// ----------------------------------------------------------------------------
+// the fast trainer's plan cache
+
+// the key the fuzzed caches are read with (make_corpus.c writes the seeds with it)
+static inline PlanCacheKey fuzz_plan_key(void) {
+    PlanCacheKey k;
+    plan_cache_key(&k, "NVIDIA H200", 132, 12080, 0x1234ABCDu);
+    return k;
+}
+
+// The first byte's bits say what to make right before parsing: bit 0, the CRC-32 (recomputed over
+// the bytes before the last 4); bit 1, the key (fuzz_plan_key's GPU, SM count, driver and build id)
+// and the entry count (what the length gives), so that mutations reach the entries' checks. The rest
+// is the file. An accepted file of this key must hold sane entries and be written back byte for byte.
+static inline int fuzz_plan_cache(const uint8_t *data, size_t size, char *msg, size_t msglen) {
+    int fix_crc = size > 0 && (data[0] & 1), fix_key = size > 0 && (data[0] & 2);
+    size_t len = size > 0 ? size - 1 : 0;
+    uint8_t *buf = (uint8_t *)malloc(len ? len : 1), *p;
+    if (!buf) abort();
+    if (len) memcpy(buf, data + 1, len);
+    PlanCacheKey key = fuzz_plan_key();
+    if (fix_key && len >= PLAN_CACHE_FILE_BYTES(0)) {
+        memset(buf + 12, 0, PLAN_CACHE_GPU_NAME);
+        memcpy(buf + 12, key.gpu, strlen(key.gpu));
+        p = buf + 108;
+        pc_put(&p, (uint32_t)key.sms);
+        pc_put(&p, (uint32_t)key.driver);
+        pc_put(&p, key.build_id);
+        pc_put(&p, (uint32_t)((len - PLAN_CACHE_FILE_BYTES(0)) / PLAN_CACHE_ENTRY_BYTES));
+    }
+    if (fix_crc && len >= 4) {
+        p = buf + len - 4;
+        pc_put(&p, (uint32_t)crc32(crc32(0L, Z_NULL, 0), buf, (uInt)(len - 4)));
+    }
+    PlanCache c;
+    memset(&c, 0, sizeof(c));
+    c.key = key;
+    int rc = plan_cache_parse(&c, buf, len, "the input", msg, msglen);
+    fuzz_refused(rc, msg);
+    if (rc == 0 && c.stale) {
+        fuzz_require(c.n == 0);
+        snprintf(msg, msglen, "accepted (another key or version: an empty cache)");
+    } else if (rc == 0) {
+        fuzz_require(len == PLAN_CACHE_FILE_BYTES(c.n));
+        for (int i = 0; i < c.n; i++)
+            fuzz_require(plan_cache_entry_sane(&c.entries[i]) && plan_cache_find(&c, &c.entries[i].shape) != NULL);
+        size_t n = 0;
+        uint8_t *again = plan_cache_bytes(&c, &n);
+        fuzz_require(n == len && memcmp(again, buf, len) == 0);
+        free(again);
+        snprintf(msg, msglen, "accepted");
+    }
+    plan_cache_free(&c);
+    free(buf);
+    return rc;
+}
+
 typedef int (*FuzzEntry)(const uint8_t *data, size_t size, char *msg, size_t msglen);
 typedef struct {
     const char *name;
@@ -543,7 +603,7 @@ typedef struct {
 static const FuzzTarget FUZZ_TARGETS[] = {
     {"idx_raw", fuzz_idx_raw},   {"idx_gz", fuzz_idx_gz},         {"cifar", fuzz_cifar}, {"image", fuzz_image},
     {"folder", fuzz_folder},     {"checkpoint", fuzz_checkpoint}, {"args", fuzz_args},
-    {"safetensors", fuzz_safetensors}, {"json", fuzz_json},
+    {"safetensors", fuzz_safetensors}, {"json", fuzz_json},      {"plan_cache", fuzz_plan_cache},
 };
 #define NUM_FUZZ_TARGETS ((int)(sizeof(FUZZ_TARGETS) / sizeof(FUZZ_TARGETS[0])))
 

@@ -90,6 +90,18 @@ static Buf framed(const uint8_t *head, size_t nhead, const Buf *body) {
     return b;
 }
 
+// body framed by each first byte 0 .. 3 (the targets whose first byte's two bits say what to make
+// right), saved as NAME_mode0 .. NAME_mode3
+static void save_modes(const char *target, const char *name, const Buf *body) {
+    for (int mode = 0; mode < 4; mode++) {
+        uint8_t head[1] = {(uint8_t)mode};
+        char file[128];
+        snprintf(file, sizeof(file), "%s_mode%d", name, mode);
+        Buf x = framed(head, 1, body);
+        save(target, file, &x);
+    }
+}
+
 static void idx_seeds(void) {
     struct {
         const char *name;
@@ -359,13 +371,7 @@ static void checkpoint_seeds(void) {
     const int s1[] = {3, 4, 2}, s2[] = {2, 2}, s3[] = {4, 3, 3, 2};
     Buf a = checkpoint_bytes(2, s1, ACT_SIGMOID), b = checkpoint_bytes(1, s2, ACT_RELU),
         c = checkpoint_bytes(3, s3, ACT_TANH);
-    for (int mode = 0; mode < 4; mode++) {
-        uint8_t head[1] = {(uint8_t)mode};
-        char name[64];
-        snprintf(name, sizeof(name), "ck_3_4_2_mode%d", mode);
-        Buf x = framed(head, 1, &a);
-        save("checkpoint", name, &x);
-    }
+    save_modes("checkpoint", "ck_3_4_2", &a);
     uint8_t fix[1] = {3}, none[1] = {0};
     Buf x = framed(fix, 1, &b);
     save("checkpoint", "ck_2_2_relu_mode3", &x);
@@ -476,6 +482,40 @@ static void safetensors_seeds(void) {
     }
 }
 
+// ----------------------------------------------------------------------------
+// plan caches
+
+// the bytes plan_cache_save writes for key with n entries of a small model's products
+static Buf plan_cache_seed(const PlanCacheKey *key, int n) {
+    PlanCache c;
+    memset(&c, 0, sizeof(c));
+    c.key = *key;
+    for (int i = 0; i < n; i++) {
+        PlanCacheShape s = {i % 3, 64 << (i % 4), 128 + 8 * i, 784, i % 4, i % 3 == 2, 1 + i / 4};
+        plan_cache_put(&c, &s, 20 + i, 1 << (i % 4), 3.5f + (float)i);
+    }
+    Buf b = {0};
+    b.p = plan_cache_bytes(&c, &b.n);
+    b.cap = b.n;
+    plan_cache_free(&c);
+    return b;
+}
+
+static void plan_cache_seeds(void) {
+    PlanCacheKey key = fuzz_plan_key(), other = key;
+    other.driver = 12090;
+    Buf a = plan_cache_seed(&key, 3), empty = plan_cache_seed(&key, 0), o = plan_cache_seed(&other, 2);
+    save_modes("plan_cache", "plans_3", &a);
+    uint8_t none[1] = {0};
+    Buf x = framed(none, 1, &empty);
+    save("plan_cache", "plans_empty", &x);
+    x = framed(none, 1, &o);
+    save("plan_cache", "plans_other_driver", &x);
+    x = framed(none, 1, &a);
+    x.n = 1 + PLAN_CACHE_HEADER_BYTES + PLAN_CACHE_ENTRY_BYTES / 2;
+    save("plan_cache", "plans_truncated", &x);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s DIR (tests/fuzz/corpus)\n", argv[0]);
@@ -489,6 +529,7 @@ int main(int argc, char **argv) {
     checkpoint_seeds();
     args_seeds();
     safetensors_seeds();
+    plan_cache_seeds();
     printf("seed corpora written to %s\n", root);
     return 0;
 }

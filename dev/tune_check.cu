@@ -1,0 +1,151 @@
+/*
+dev/tune_check.cu: the autotune (kernels/fast/matmul/tune.h) on the GPU, against the cost model.
+
+For every product of a model (forward, dinp, dweight of each layer: matmul_fast.h's shapes) and every
+precision the trainer passes for it (FP32; TF32: MF_TF32_EXACT forward, MF_TF32_ROUND backward, and
+MF_TF32_ROUND forward as well, which this build may not have; BF16), it prints the cost model's plan
+and its time, the tune's pick and its time (both timed again alike, matmul_fast_time_plan, after the
+tune), how many candidates the tune timed and its wall time. Then it checks the cache round trip on
+the GPU: a product tuned through matmul_fast_tune_cached, saved, opened again, and found there.
+
+    make dev/bin/tune_check    then    dev/bin/tune_check [SIZES B] ...
+    e.g. dev/bin/tune_check                          (784,1024,1024,10 at 256 and 784,4096,4096,10 at 1024)
+         dev/bin/tune_check 784,2048,2048,2048,10 512
+
+A check fails (and the exit status is 1) where the tune finds nothing although the cost model has a
+plan, where its pick is more than 10 % slower than the cost model's plan timed alike (the cost
+model's plan is one of its candidates), where one product's tune takes more than 0.3 s, or where the
+cache does not give back what was tuned. Ends with "N passed, N failed".
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/common.cuh"               // cudaCheck, require_gpu
+#include "../kernels/fast/matmul/tune.h"
+#include "../run/args.h"                       // parse_layers
+#include "../tests/check.h"                    // check, test_exit
+
+static const char *const PRODUCT_NAMES[] = {"forward", "dinp", "dweight"};
+
+static const char *prec_name(int tf32) {
+    return tf32 == 0 ? "fp32" : tf32 == MF_TF32_ROUND ? "tf32-round" : tf32 == MF_TF32_EXACT ? "tf32-exact" : "bf16";
+}
+
+static void plan_text(const MatmulFastPlan *p, char *out, size_t n) {
+    if (p->cfg < 0) snprintf(out, n, "none");
+    else snprintf(out, n, "cfg %d x%d%s", p->cfg, p->splits, p->splits > 1 ? (p->cluster ? " cl" : " sc") : "");
+}
+
+// one product in one precision: the tune against the cost model
+static void check_product(MfProduct prod, int layer, int M, int N, int K, int tf32, double *tune_total) {
+    const int have_scratch = prod == MF_DWEIGHT;
+    const MatmulFastPlan model = matmul_fast_plan(prod, M, N, K, tf32, have_scratch);
+    MatmulFastPlan best;
+    float tune_us = 0.0f;
+    int timed = 0;
+    const double t0 = now_seconds();
+    const int rc = matmul_fast_tune(prod, M, N, K, tf32, have_scratch, &best, &tune_us, &timed);
+    const double wall = now_seconds() - t0;
+    *tune_total += wall;
+    char a[48], b[48];
+    plan_text(&model, a, sizeof(a));
+    plan_text(&best, b, sizeof(b));
+    if (model.cfg < 0) {
+        printf("  %-8s L%d %5d x %5d x %5d  %-10s  no kernel in this build (the cost model has none either)\n",
+               PRODUCT_NAMES[prod], layer, M, N, K, prec_name(tf32));
+        check(rc == -1, "%s L%d %s: the tune also finds none", PRODUCT_NAMES[prod], layer, prec_name(tf32));
+        return;
+    }
+    const float model_us = matmul_fast_time_plan(prod, &model, M, N, K, tf32);
+    const float best_us = rc == 0 ? matmul_fast_time_plan(prod, &best, M, N, K, tf32) : 0.0f;
+    printf("  %-8s L%d %5d x %5d x %5d  %-10s  model %-12s %9.2f us | tuned %-12s %9.2f us (in the tune %9.2f) "
+           "%5.2fx | %3d candidates, %6.1f ms\n",
+           PRODUCT_NAMES[prod], layer, M, N, K, prec_name(tf32), a, model_us, b, best_us, tune_us,
+           best_us > 0 ? model_us / best_us : 0.0, timed, 1e3 * wall);
+    check(rc == 0 && best.cfg >= 0, "%s L%d %s: the tune found a plan", PRODUCT_NAMES[prod], layer, prec_name(tf32));
+    check(best_us <= 1.10f * model_us, "%s L%d %s: the tuned plan no slower than the cost model's (10 %% noise)",
+          PRODUCT_NAMES[prod], layer, prec_name(tf32));
+    check(wall < 0.3, "%s L%d %s: the tune took under 0.3 s", PRODUCT_NAMES[prod], layer, prec_name(tf32));
+}
+
+// every product of the model at batch B, in every precision
+static void check_model(const int *sizes, int L, int B) {
+    printf("\n== model %d", sizes[0]);
+    for (int l = 1; l <= L; l++) printf(",%d", sizes[l]);
+    printf(" at batch %d\n", B);
+    static const int fwd_precs[] = {0, MF_TF32_EXACT, MF_TF32_ROUND, MF_BF16};
+    static const int bwd_precs[] = {0, MF_TF32_ROUND, MF_BF16};
+    double total = 0;
+    for (int l = 0; l < L; l++) {
+        const int IN = sizes[l], OUT = sizes[l + 1];
+        for (int i = 0; i < 4; i++) check_product(MF_FWD, l, B, OUT, IN, fwd_precs[i], &total);
+        for (int i = 0; i < 3 && l > 0; i++) check_product(MF_DINP, l, B, IN, OUT, bwd_precs[i], &total);
+        for (int i = 0; i < 3; i++) check_product(MF_DWEIGHT, l, OUT, IN, B, bwd_precs[i], &total);
+    }
+    printf("  the tunes of this model took %.2f s in all\n", total);
+}
+
+// matmul_fast_tune_cached: tuned once, saved, opened again, then from the cache with the same plan
+static void check_cache(void) {
+    section("the cache on the GPU");
+    char dir[] = "/tmp/mlpcu_tune_check_XXXXXX", warn[1024], err[1024];
+    if (!mkdtemp(dir)) {
+        check(0, "a temporary folder: %s", strerror(errno));
+        return;
+    }
+    setenv("MLP_PLAN_CACHE", dir, 1);
+    PlanCacheKey key;
+    matmul_fast_tune_key(&key);
+    printf("  key: %s, %d SMs, driver %d, build %08x\n", key.gpu, key.sms, key.driver, key.build_id);
+    PlanCache cache;
+    plan_cache_open(&cache, &key, warn, sizeof(warn));
+    check(cache.n == 0 && !warn[0], "a new folder: an empty cache, no warning");
+    MatmulFastPlan first, again;
+    int src1 = -1, src2 = -1, src3 = -1;
+    matmul_fast_tune_cached(&cache, 1, MF_FWD, 256, 1024, 784, MF_TF32_EXACT, 0, 0, &first, &src1);
+    check(src1 == TUNE_FROM_MODEL, "a miss without tuning: the cost model's plan (%s)",
+          matmul_fast_tune_source_name(src1));
+    matmul_fast_tune_cached(&cache, 1, MF_FWD, 256, 1024, 784, MF_TF32_EXACT, 0, 1, &first, &src2);
+    check(src2 == TUNE_FROM_AUTOTUNE && cache.n == 1, "a miss with tuning: tuned (%s), one entry",
+          matmul_fast_tune_source_name(src2));
+    check(plan_cache_save(&cache, err, sizeof(err)) == 0, "saved: %s", err[0] ? err : cache.path);
+    plan_cache_free(&cache);
+    plan_cache_open(&cache, &key, warn, sizeof(warn));
+    matmul_fast_tune_cached(&cache, 1, MF_FWD, 256, 1024, 784, MF_TF32_EXACT, 0, 1, &again, &src3);
+    check(src3 == TUNE_FROM_CACHE && again.cfg == first.cfg && again.splits == first.splits &&
+          again.kchunk == first.kchunk && again.cluster == first.cluster,
+          "opened again: the same plan from the cache (%s)", matmul_fast_tune_source_name(src3));
+    plan_cache_free(&cache);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
+}
+
+int main(int argc, char **argv) {
+    const cudaDeviceProp prop = require_gpu();
+    int driver = 0;
+    cudaCheck(cudaDriverGetVersion(&driver));
+    printf("GPU: %s, %d SMs, driver %d, clusters %s\n", prop.name, prop.multiProcessorCount, driver,
+           matmul_fast_has_clusters() ? "yes" : "no");
+    if (argc > 1 && argc % 2 != 1) {
+        fprintf(stderr, "error: give models as pairs SIZES B ---> try: dev/bin/tune_check 784,1024,1024,10 256\n");
+        return 2;
+    }
+    const char *defaults[] = {"784,1024,1024,10", "256", "784,4096,4096,10", "1024"};
+    const int pairs = argc > 1 ? (argc - 1) / 2 : 2;
+    for (int i = 0; i < pairs; i++) {
+        const char *spec = argc > 1 ? argv[1 + 2 * i] : defaults[2 * i];
+        const int B = atoi(argc > 1 ? argv[2 + 2 * i] : defaults[2 * i + 1]);
+        int sizes[MAX_LAYERS + 1], L = 0;
+        char err[256];
+        if (parse_layers(spec, sizes, &L, err, sizeof(err)) != 0 || B < 1) {
+            fprintf(stderr, "error: %s ---> try: dev/bin/tune_check 784,1024,1024,10 256\n",
+                    B < 1 ? "the batch must be a positive number" : err);
+            return 2;
+        }
+        check_model(sizes, L, B);
+    }
+    check_cache();
+    return test_exit();
+}
