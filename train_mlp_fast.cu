@@ -67,6 +67,7 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 #include "kernels/data.cuh"                   // DeviceData, init_uniform_kernel
 #include "kernels/fast/step/plan.cuh"   // the step plan: every kernel a step launches, decided before training
 #include "kernels/fast/step/step.cuh"   // the model on the device, and the executor that runs its plan
+#include "kernels/fast/matmul/tune.h"   // -A: the autotune and its cache
 #if defined(MLP_NCCL) && !defined(TESTING)
 #include <dlfcn.h>                       // -g: NCCL is loaded when asked for (nccl_load)
 #include <nccl.h>                        // -g: the all-reduce of the gradients over the GPUs (its types)
@@ -553,6 +554,64 @@ static int spawn_ranks(const Config *cfg, int argc, char **argv) {
     return job_spawn(cfg->gpus, job_argv_without(argc, argv, "-g", "--gpus"));
 }
 
+// -A and the plan cache (kernels/fast/matmul/tune.h): each tiled product of a batch plan from the
+// cache, else with -A 1 from the autotune (which then keeps it in the cache), else the cost model's,
+// which the plan already holds. The K-major and BF16-copies families and the head are chosen by rule,
+// and a first layer on pixel bytes keeps its 3xTF32 tile (the gather's choice rests on it).
+typedef struct {
+    PlanCache cache;
+    int tune, tuned;     // -A; products timed
+    double seconds;      // their time
+} PlanTune;
+
+static void plan_refine(void *ctx, const StepPlan *p, BatchPlan *bp) {
+    PlanTune *t = (PlanTune *)ctx;
+    for (int l = 0; l < p->L; l++)
+        for (int k = 0; k < 3; k++) {
+            ProductPlan *pp = &bp->layer[l].p[k];
+            if (!pp->used || pp->prec == MF_FP32_PIXELS || pp->family == FAM_HEAD || pp->family == FAM_TF32_KMAJOR ||
+                pp->family == FAM_BF16_COPIES || pp->family == FAM_WGMMA_BF16_COPIES)
+                continue;
+            const int scratch = k == MF_DWEIGHT && p->have_scratch;
+            MatmulFastPlan mm;
+            int source = TUNE_FROM_MODEL;
+            const double t0 = now_seconds();
+            if (matmul_fast_tune_cached(&t->cache, p->ranks, (MfProduct)k, pp->M, pp->N, pp->K, pp->prec, scratch,
+                                        t->tune, &mm, &source) != 0 || source == TUNE_FROM_MODEL)
+                continue;
+            if (source == TUNE_FROM_AUTOTUNE) t->tuned++, t->seconds += now_seconds() - t0;
+            if (mm.splits > 1 && !mm.cluster && (size_t)mm.splits * pp->M * pp->N > p->scratch_floats) continue;
+            pp->mm = mm;
+            pp->family = plan_tiled_family((MfProduct)k, pp->prec, &mm);
+            pp->source = source == TUNE_FROM_CACHE ? SRC_CACHE : SRC_TUNE;
+            const PlanCacheShape shape = {k, pp->M, pp->N, pp->K, pp->prec, scratch, p->ranks};
+            const PlanCacheEntry *e = plan_cache_find(&t->cache, &shape);
+            if (e) pp->est_us = e->us;
+        }
+}
+
+// The plan's batches made now, each product from the cache or the autotune: the training batch, the
+// epoch's last, the evaluation's (the autotune synchronises the GPU, which no graph capture may meet)
+static void plan_tune_batches(fast::Model *m, PlanTune *t, int autotune, int last_bs, int eval_sizes[3]) {
+    PlanCacheKey key;
+    matmul_fast_tune_key(&key);
+    char warn[512] = "";
+    plan_cache_open(&t->cache, &key, warn, sizeof(warn));
+    if (warn[0]) fprintf(stderr, "warning: %s\n", warn);
+    t->tune = autotune;
+    m->plan.refine = plan_refine;
+    m->plan.refine_ctx = t;
+    m->plan.nbatch = 0;
+    plan_batch(&m->plan, m->B, 1);
+    plan_batch(&m->plan, last_bs, 1);
+    for (int i = 0; i < 3; i++)
+        if (eval_sizes[i] > 0) plan_batch(&m->plan, eval_sizes[i], 0);
+    if (t->tuned) printf("autotune: %d product%s timed in %.2f s, kept in %s\n", t->tuned, t->tuned > 1 ? "s" : "",
+                         t->seconds, t->cache.path[0] ? t->cache.path : "(no cache folder)");
+    char err[512];
+    if (t->cache.changed && plan_cache_save(&t->cache, err, sizeof(err)) != 0) fprintf(stderr, "warning: %s\n", err);
+}
+
 int main(int argc, char **argv) {
     using namespace fast;
     Config cfg;
@@ -624,6 +683,10 @@ int main(int argc, char **argv) {
     box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg.precision]);
     box_rule();
     if (cfg.path == PATH_LAUNCH) model.plan.run = RUN_LAUNCHES;
+    static PlanTune tune;
+    const int max_batch = B > FAST_EVAL_BATCH ? B : FAST_EVAL_BATCH;
+    int eval_sizes[3] = {max_batch, val.n % max_batch, test.n % max_batch};
+    plan_tune_batches(&model, &tune, cfg.autotune, plan.last_bs, eval_sizes);
     if (cfg.plan_print) {   // -P: the plan, and with -P 2 nothing more
         plan_print(stdout, &model.plan, plan.last_bs);
         if (cfg.plan_print == 2) return 0;

@@ -385,7 +385,9 @@ static inline void config_usage(FILE *f, const char *argv0, int prog) {
     if (prog == PROG_FAST)
         fprintf(f, "\nSeveral GPUs: -g N, or torchrun, mpirun or srun (their variables; MASTER_ADDR, MASTER_PORT,\n"
                    "MLP_BOOTSTRAP_PORT, MLP_BOOTSTRAP_TIMEOUT, MLP_LIVENESS_TIMEOUT; CUDA_VISIBLE_DEVICES picks the\n"
-                   "GPUs): doc/multi_gpu.md.\n");
+                   "GPUs): doc/multi_gpu.md.\n"
+                   "\nThe plan cache (-A): MLP_PLAN_CACHE=DIR, else $XDG_CACHE_HOME/mlp.cu, else ~/.cache/mlp.cu: a file per\n"
+                   "GPU model, keyed by the GPU, the driver and this binary (doc/fast.md).\n");
     fprintf(f, "\nMLP_DEBUG=1: error lines also name the source file and line that found the problem.\n");
 }
 

@@ -541,6 +541,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "error: cannot make a temporary directory: %s\n", strerror(errno));
         return 1;
     }
+    // the plain runs' plans from the cost model alone, as every rank's under -g (no plan cache of the
+    // user's: an empty folder of the test's own)
+    char cache[600];
+    snprintf(cache, sizeof(cache), "%s/plan_cache", tmpdir);
+    setenv("MLP_PLAN_CACHE", cache, 1);
     snprintf(data4, sizeof(data4), "%s/data4", tmpdir);
     snprintf(data40, sizeof(data40), "%s/data40", tmpdir);
     make_class_data(data4, 4, 1001, 300);
