@@ -506,6 +506,9 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
         device_data_free(&val);
         device_data_free(&test);
     }
+    // (the graphs hold NCCL's captured work: they go first, or destroying the communicator waits for them)
+    cudaCheck(cudaDeviceSynchronize());
+    free_graphs(m);
     dp_live_comm = NULL;  // destroyed here, not aborted
     ncclCheck(nccl.CommDestroy(k.comm));
     job_finish(job);
