@@ -1366,10 +1366,73 @@ static const struct { const char *name; MfTarget t; } plan_gpus[] = {
     {"L4 (58 SMs)", {58, 0, 0, 0, 101376, 0, 2040}},
 };
 
+// Whether plan p is consistent: each product's shape is its layer's at the batch planned; what it
+// names can run on the GPU planned for (a tile configuration and K split the library accepts there,
+// copies the model keeps, a split through scratch that fits it); several ranks take no SGD step in
+// an epilogue, no K-major copies and no pixel bytes; the batch is gathered as pixel bytes only where
+// both of the first layer's products take them; the first layer has no dinp, the others have one
+// but under the fused head. The first thing wrong, in words, into why.
+static int plan_consistent(const StepPlan *p, char *why, size_t n) {
+    for (int i = 0; i < p->nbatch; i++) {
+        const BatchPlan *bp = &p->batch[i];
+        const int bs = bp->bs;
+        if (p->ranks > 1 && (bp->gather == GATHER_PIXELS || bp->kmajor0))
+            return snprintf(why, n, "batch %d: several ranks with pixel bytes or a K-major first layer", bs), 0;
+        for (int l = 0; l < p->L; l++) {
+            const LayerPlan *lp = &bp->layer[l];
+            const int IN = p->sizes[l], OUT = p->sizes[l + 1];
+            const int shape[3][3] = {{bs, OUT, IN}, {bs, IN, OUT}, {OUT, IN, bs}};
+            if (p->ranks > 1 && (lp->sgd == SGD_IN_DW || lp->kmajor))
+                return snprintf(why, n, "batch %d layer %d: several ranks with an SGD epilogue or K-major copies", bs, l), 0;
+            if (lp->kmajor && !p->kmajor[l]) return snprintf(why, n, "batch %d layer %d: K-major without copies", bs, l), 0;
+            if (bp->train && (l == 0) == (lp->p[MF_DINP].used != 0) && !(l == p->L - 1 && p->head_fused))
+                return snprintf(why, n, "batch %d layer %d: dinp %s", bs, l, l == 0 ? "planned" : "missing"), 0;
+            for (int k = 0; k < 3; k++) {
+                const ProductPlan *pp = &lp->p[k];
+                if (!pp->used) continue;
+                if (pp->M != shape[k][0] || pp->N != shape[k][1] || pp->K != shape[k][2])
+                    return snprintf(why, n, "batch %d layer %d product %d: shape %dx%dx%d", bs, l, k, pp->M, pp->N, pp->K), 0;
+                MatmulFastPlan fixed;
+                const int scratch = k == MF_DWEIGHT && p->have_scratch;
+                switch (pp->family) {
+                case FAM_HEAD:
+                    if (!p->head_fused || k != MF_FWD || l != p->L - 1 || !bp->train)
+                        return snprintf(why, n, "batch %d layer %d: a fused head where there is none", bs, l), 0;
+                    break;
+                case FAM_TF32_KMAJOR:
+                    if (!p->gpu.wgmma || (k != MF_FWD && !lp->kmajor && !(l == 0 && bp->kmajor0)))
+                        return snprintf(why, n, "batch %d layer %d product %d: K-major without wgmma or copies", bs, l, k), 0;
+                    break;
+                case FAM_BF16_COPIES: case FAM_WGMMA_BF16_COPIES:
+                    if (!p->bf16_copies || l > p->L - 2 || !matmul_fast_bf16_fits((MfProduct)k, pp->M, pp->N, pp->K) ||
+                        (pp->family == FAM_WGMMA_BF16_COPIES && !p->gpu.wgmma))
+                        return snprintf(why, n, "batch %d layer %d product %d: BF16 copies that do not fit", bs, l, k), 0;
+                    break;
+                default:
+                    if (!matmul_fast_plan_fixed(&fixed, (MfProduct)k, pp->M, pp->N, pp->K, pp->prec, scratch, pp->mm.cfg,
+                                                pp->mm.splits) ||
+                        fixed.kchunk != pp->mm.kchunk || fixed.cluster != pp->mm.cluster)
+                        return snprintf(why, n, "batch %d layer %d product %d: configuration %d split %d cannot run", bs,
+                                        l, k, pp->mm.cfg, pp->mm.splits), 0;
+                    if (pp->mm.splits > 1 && !pp->mm.cluster &&
+                        (size_t)pp->mm.splits * pp->M * pp->N > p->scratch_floats)
+                        return snprintf(why, n, "batch %d layer %d product %d: its K split overflows the scratch", bs, l, k), 0;
+                }
+            }
+        }
+        if (bp->gather == GATHER_PIXELS &&
+            (bp->layer[0].p[MF_FWD].family != FAM_3XTF32_PIXELS ||
+             (bp->layer[0].p[MF_DWEIGHT].used && bp->layer[0].p[MF_DWEIGHT].family != FAM_3XTF32_PIXELS)))
+            return snprintf(why, n, "batch %d: pixel bytes, but the first layer's products do not take them", bs), 0;
+    }
+    return 1;
+}
+
 // the families that plans for GPU t choose over a spread of models, batches, precisions, paths and
 // rank counts (every batch plan each makes: the training batch, a short last batch, evaluation);
 // first[f] names the first case that chose family f
-static unsigned plan_families(const MfTarget *t, char first[FAM_COUNT][96]) {
+static unsigned plan_families(const MfTarget *t, char first[FAM_COUNT][96], int *plans, int *bad, char *why,
+                              size_t nwhy) {
     static const int m1[] = {784, 128, 10}, m2[] = {784, 1024, 1024, 10}, m3[] = {784, 4096, 4096, 10},
                      m4[] = {784, 100, 37, 10}, m5[] = {784, 2048, 2048, 2048, 10}, m6[] = {64, 96, 48, 52, 17},
                      m7[] = {784, 512, 40}, m8[] = {3072, 8192, 10}, m9[] = {784, 10};
@@ -1390,6 +1453,12 @@ static unsigned plan_families(const MfTarget *t, char first[FAM_COUNT][96]) {
                         plan_batch(&p, B / ranks, 1);
                         plan_batch(&p, B / ranks / 3 + 1, 1);
                         plan_batch(&p, B > 1024 ? B : 1024, 0);
+                        char w[200];
+                        (*plans)++;
+                        if (!plan_consistent(&p, w, sizeof(w)) && (*bad)++ == 0)
+                            snprintf(why, nwhy, "%d,%d..%d B %d -x %d -f %d, %d rank%s: %s", models[mi].sizes[0],
+                                     models[mi].sizes[1], models[mi].sizes[models[mi].L], B, prec, ask, ranks,
+                                     ranks > 1 ? "s" : "", w);
                         for (int f = 0; f < FAM_COUNT; f++)
                             if (plan_uses_family(&p, f) && !(seen & (1u << f))) {
                                 seen |= 1u << f;
@@ -1410,7 +1479,11 @@ static void test_plan_coverage(void) {
     char first[FAM_COUNT][96];
     for (size_t g = 0; g < sizeof(plan_gpus) / sizeof(plan_gpus[0]); g++) {
         memset(first, 0, sizeof(first));
-        const unsigned seen = plan_families(&plan_gpus[g].t, first);
+        int plans = 0, bad = 0;
+        char why[400] = "";
+        const unsigned seen = plan_families(&plan_gpus[g].t, first, &plans, &bad, why, sizeof(why));
+        check(bad == 0, "plans for %s: %d of %d consistent%s%s", plan_gpus[g].name, plans - bad, plans,
+              bad ? "; the first that is not: " : "", why);
         char list[512] = "";
         for (int f = 0; f < FAM_COUNT; f++)
             if (seen & (1u << f)) snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", list[0] ? ", " : "",
@@ -1426,11 +1499,35 @@ static void test_plan_coverage(void) {
         memset(first, 0, sizeof(first));
         unsigned any = 0;
         for (size_t g = 0; g < sizeof(plan_gpus) / sizeof(plan_gpus[0]) && !(any & (1u << f)); g++) {
-            any = plan_families(&plan_gpus[g].t, first);
+            int plans = 0, bad = 0;
+            char why[400];
+            any = plan_families(&plan_gpus[g].t, first, &plans, &bad, why, sizeof(why));
             if (any & (1u << f))
                 check(1, "family %-22s chosen (first: %s on %s)", FAM_NAMES[f], first[f], plan_gpus[g].name);
         }
         if (!(all & (1u << f))) check(0, "family %s: no plan of the spread chooses it", FAM_NAMES[f]);
+    }
+    // the checker itself: a plan made wrong on purpose, three ways, is caught each time
+    {
+        static StepPlan q;
+        matmul_fast_set_target(&plan_gpus[0].t);
+        const int wide[] = {784, 1024, 1024, 10};
+        char why[200];
+        step_plan_make(&q, wide, 3, ACT_RELU, 256, PREC_TF32, PLAN_ASK_GRAPHS, 1);
+        BatchPlan *bp = (BatchPlan *)plan_batch(&q, 256, 1);
+        const int fine = plan_consistent(&q, why, sizeof(why));
+        bp->layer[0].p[MF_DINP].used = 1;
+        const int dinp0 = plan_consistent(&q, why, sizeof(why));
+        bp->layer[0].p[MF_DINP].used = 0;
+        bp->gather = GATHER_PIXELS;
+        const int pixels = plan_consistent(&q, why, sizeof(why));
+        bp->gather = GATHER_TF32;
+        bp->layer[1].p[MF_DWEIGHT].mm.cfg = 999;
+        const int cfg = plan_consistent(&q, why, sizeof(why));
+        check(fine && !dinp0 && !pixels && !cfg, "the consistency check: a good plan passes (%d); a first layer's dinp, "
+              "pixel bytes in TF32 and a configuration that does not exist are each caught (%d %d %d)", fine, !dinp0,
+              !pixels, !cfg);
+        matmul_fast_set_target(NULL);
     }
     // a plan's text: one line per product, with its family's name
     static StepPlan p;
@@ -1440,7 +1537,7 @@ static void test_plan_coverage(void) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    plan_print(f, &p, 1024);
+    plan_print(f, &p, 1024, 1024);
     fclose(f);
     int lines = 0;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';

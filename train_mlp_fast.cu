@@ -481,7 +481,9 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
         box_rule();
         if (cfg->path == PATH_LAUNCH) m->plan.run = RUN_LAUNCHES;
         int first;   // (the plan at a rank's rows)
-        if (cfg->plan_print) plan_print(stdout, &m->plan, model_share(m, plan.last_bs, &first));
+        if (cfg->plan_print)
+            plan_print(stdout, &m->plan, model_share(m, B, &first), model_share(m, plan.last_bs, &first));
+        if (cfg->autotune) printf("(-A: one GPU's; the ranks plan from the cost model, all alike)\n");
     }
     if (cfg->plan_print == 2) {   // -P 2: the plan, and nothing more, on every rank
         job_finish(job);
@@ -605,8 +607,10 @@ static void plan_tune_batches(fast::Model *m, PlanTune *t, int autotune, int las
     m->plan.refine = plan_refine;
     m->plan.refine_ctx = t;
     m->plan.nbatch = 0;
-    plan_batch(&m->plan, m->B, 1);
-    plan_batch(&m->plan, last_bs, 1);
+    if (m->plan.run != RUN_FUSED) {   // (the fused step's products are its kernel's own)
+        plan_batch(&m->plan, m->B, 1);
+        plan_batch(&m->plan, last_bs, 1);
+    }
     for (int i = 0; i < 3; i++)
         if (eval_sizes[i] > 0) plan_batch(&m->plan, eval_sizes[i], 0);
     if (t->tuned) printf("autotune: %d product%s timed in %.2f s, kept in %s\n", t->tuned, t->tuned > 1 ? "s" : "",
@@ -691,7 +695,7 @@ int main(int argc, char **argv) {
     int eval_sizes[3] = {max_batch, val.n % max_batch, test.n % max_batch};
     plan_tune_batches(&model, &tune, cfg.autotune, plan.last_bs, eval_sizes);
     if (cfg.plan_print) {   // -P: the plan, and with -P 2 nothing more
-        plan_print(stdout, &model.plan, plan.last_bs);
+        plan_print(stdout, &model.plan, B, plan.last_bs);
         if (cfg.plan_print == 2) return 0;
     }
 

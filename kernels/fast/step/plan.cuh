@@ -446,7 +446,9 @@ static void plan_print_batch(FILE *f, const StepPlan *p, const BatchPlan *bp) {
     }
 }
 
-static void plan_print(FILE *f, StepPlan *p, int last_bs) {
+// the plan of a step at bs rows (a rank's share of the batch on several ranks) and at last_bs (the
+// epoch's last step), or the fused step's
+static void plan_print(FILE *f, StepPlan *p, int bs, int last_bs) {
     fprintf(f, "the step plan: ");
     for (int l = 0; l <= p->L; l++) fprintf(f, "%d%s", p->sizes[l], l < p->L ? "," : "");
     fprintf(f, " %s, batch %d, -x %d, %d rank%s; GPU: %d SMs, %s, %s, %s\n", ACT_NAMES[p->act], p->B, p->prec,
@@ -465,8 +467,8 @@ static void plan_print(FILE *f, StepPlan *p, int last_bs) {
         plan_print_batch(f, p, plan_batch(p, p->B, 0));
         return;
     }
-    plan_print_batch(f, p, plan_batch(p, p->B, 1));
-    if (last_bs != p->B) plan_print_batch(f, p, plan_batch(p, last_bs, 1));
+    plan_print_batch(f, p, plan_batch(p, bs, 1));
+    if (last_bs != bs) plan_print_batch(f, p, plan_batch(p, last_bs, 1));
 }
 
 // whether a plan launches family fam at some batch it has planned (test_mlp's coverage)
