@@ -158,12 +158,14 @@ static float tune_time(const TuneBench *b, const MatmulFastPlan *p, int n) {
 }
 
 // the candidate's time: one launch, and unless that is 1.5x behind best_us, the median of three
-// batches of as many launches as fill about 200 us (at most 32)
+// batches of as many launches as fill TUNE_BATCH_US (at most 32): long enough that the events'
+// resolution does not rank the candidates, short enough for the tune's budget
+#define TUNE_BATCH_US 200.0f
 static float tune_measure(const TuneBench *b, const MatmulFastPlan *p, float best_us) {
     matmul_fast_run(b->prod, p, b->C, b->A, b->B, b->M, b->N, b->K, &b->epi, b->scratch, b->tf32, 0, b->stream);
     const float one = tune_time(b, p, 1);
     if (one > 1.5f * best_us) return one;
-    const int n = one > 0.0f ? (int)fminf(32.0f, fmaxf(1.0f, 200.0f / one)) : 32;
+    const int n = one > 0.0f ? (int)fminf(32.0f, fmaxf(1.0f, TUNE_BATCH_US / one)) : 32;
     float t[3];
     for (int k = 0; k < 3; k++) t[k] = tune_time(b, p, n);
     const float lo = fminf(t[0], fminf(t[1], t[2])), hi = fmaxf(t[0], fmaxf(t[1], t[2]));
@@ -213,10 +215,12 @@ static void tune_bench_close(TuneBench *b) {
     cudaCheck(cudaStreamDestroy(b->stream));
 }
 
-// the clocks up: plan p for about 3 ms
+// the clocks up: plan p run for TUNE_WARM_US, so that the first candidates are not timed at an idle
+// GPU's clock
+#define TUNE_WARM_US 3000.0f
 static void tune_warm_clocks(const TuneBench *b, const MatmulFastPlan *p) {
     const float first = tune_time(b, p, 1);
-    tune_time(b, p, (int)fminf(200.0f, fmaxf(1.0f, 3000.0f / fmaxf(first, 1.0f))));
+    tune_time(b, p, (int)fminf(200.0f, fmaxf(1.0f, TUNE_WARM_US / fmaxf(first, 1.0f))));
 }
 
 // the floats of scratch plan p needs for an (M, N) output
