@@ -381,14 +381,34 @@ static int model_use_fused(Model *m, int any) {
     return m->fused.ok;
 }
 
+// what both fused steps' arguments hold alike (FusedStepArgs, FusedDeepArgs): the model's buffers,
+// the data, the run of n steps, the optimizer
+template <typename Args>
+static void fused_common_args(Args *a, const Model *m, const DeviceData *train, int n, int last_bs, Sgd o) {
+    a->params = m->params;
+    a->mbuf = m->mbuf;
+    a->grads = m->grads;
+    a->losses = m->losses;
+    a->step_losses = m->step_losses;
+    a->step = m->step;
+    a->perm = m->perm;
+    a->images = train->images;
+    a->all_labels = train->labels;
+    a->act = m->act;
+    a->B = m->B;
+    a->n = n;
+    a->last_bs = last_bs;
+    a->lr = o.lr;
+    a->mu = o.momentum;
+    a->wd = o.weight_decay;
+    a->prof = m->fused_prof;
+}
+
 // fused_run for a deep model: the batches alternate between the two buffers, the first gathered into
 // batches[0]; afterwards acts[0] and labels are the last step's, as after n train_step()s
 static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs, Sgd o, cudaStream_t stream) {
     FusedDeepArgs a;
     memset(&a, 0, sizeof(a));
-    a.params = m->params;
-    a.mbuf = m->mbuf;
-    a.grads = m->grads;
     a.params_tf32 = m->params_tf32;
     memcpy(a.w_off, m->w_off, sizeof(a.w_off));
     memcpy(a.b_off, m->b_off, sizeof(a.b_off));
@@ -401,22 +421,9 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
         a.xbuf[p] = m->batches[p];
         a.labbuf[p] = m->batch_labels[p];
     }
-    a.losses = m->losses;
     a.head_part = m->head_part;
-    a.step_losses = m->step_losses;
-    a.step = m->step;
-    a.perm = m->perm;
-    a.images = train->images;
-    a.all_labels = train->labels;
     a.L = m->L;
-    a.act = m->act;
-    a.B = m->B;
-    a.n = n;
-    a.last_bs = last_bs;
-    a.lr = o.lr;
-    a.mu = o.momentum;
-    a.wd = o.weight_decay;
-    a.prof = m->fused_prof;
+    fused_common_args(&a, m, train, n, last_bs, o);
     fused_deep_steps(&m->fused, m->prec, &a, stream);
     m->acts[0] = m->batches[(n - 1) % 2];
     m->labels = m->batch_labels[(n - 1) % 2];
@@ -433,9 +440,6 @@ static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, Sgd
     m->labels = m->batch_labels[0];
     FusedStepArgs a;
     memset(&a, 0, sizeof(a));
-    a.params = m->params;
-    a.mbuf = m->mbuf;
-    a.grads = m->grads;
     a.w0 = m->w_off[0];
     a.b0 = m->b_off[0];
     a.w1 = m->w_off[1];
@@ -445,24 +449,11 @@ static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, Sgd
     a.logits = m->acts[2];
     a.dh = m->dacts[1];
     a.dz = m->dacts[2];
-    a.losses = m->losses;
     a.labels_out = m->labels;
-    a.step_losses = m->step_losses;
-    a.step = m->step;
-    a.perm = m->perm;
-    a.images = train->images;
-    a.all_labels = train->labels;
-    a.B = m->B;
     a.IN = m->sizes[0];
     a.H = m->sizes[1];
     a.C = m->sizes[2];
-    a.act = m->act;
-    a.n = n;
-    a.last_bs = last_bs;
-    a.lr = o.lr;
-    a.mu = o.momentum;
-    a.wd = o.weight_decay;
-    a.prof = m->fused_prof;
+    fused_common_args(&a, m, train, n, last_bs, o);
     fused_steps(&m->fused, &a, stream);
 }
 
