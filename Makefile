@@ -153,6 +153,9 @@ endif
 COMMON_H := $(wildcard common/*.h) $(wildcard data/*.h) $(wildcard run/*.h)
 KERNELS_H := $(wildcard kernels/*.cuh)
 FAST_H := $(wildcard kernels/fast/*/*.cuh) $(wildcard kernels/fast/*/*.h)
+# what the matmul library's objects include: its own folder and the small ops (not the fused steps or
+# the step plan above it, whose edits then rebuild only the programs)
+MATMUL_H := $(wildcard kernels/fast/matmul/*.cuh) $(wildcard kernels/fast/matmul/*.h) $(wildcard kernels/fast/ops/*.cuh)
 TEST_H := $(wildcard tests/*.h) $(wildcard tests/fuzz/*.h)
 # the fast matmul library (kernels/fast/matmul/*.cu) is compiled once, into objects that train_mlp_fast and test_mlp both link
 FAST_OBJS := $(patsubst kernels/fast/matmul/%.cu,build/fast/%.o,$(wildcard kernels/fast/matmul/*.cu))
@@ -178,7 +181,7 @@ else
 endif
 
 # (-compress-all: nvcc's default leaves some objects' fatbins uncompressed, a larger binary for the same code)
-build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(FAST_H) common/mlp.h
+build/fast/%.o: kernels/fast/matmul/%.cu $(KERNELS_H) $(MATMUL_H) common/mlp.h
 	@mkdir -p build/fast
 	$(call SLOW_NVCC,$<,the fast trainer and test_mlp)
 	$(NVCC) $(NVCCFLAGS) $(GENCODE_FAST) $(NVCC_HOSTFLAGS) -Xfatbin -compress-all -c $< -o $@
