@@ -341,7 +341,7 @@ static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int 
         fast::model_build(&g->f, sizes, L, act, B, B, prec, n, steps);
         fast::model_init_params(&g->f, seed, g->stream);
         if (trainer == FUSED && !fast::model_use_fused(&g->f, 1))
-            die("", "internal: test case for the fused step with a model it does not take: %s", g->f.fused.why);
+            die("", "internal: test case for the fused step with a model it does not take: %s", g->f.plan.fused.why);
     }
     size_t np = trainer == READABLE ? g->r.num_params : g->f.num_params;
     g->grads = (float *)mallocCheck(np * sizeof(float));

@@ -587,7 +587,7 @@ static void plan_refine(void *ctx, const StepPlan *p, BatchPlan *bp) {
             if (source == TUNE_FROM_AUTOTUNE) t->tuned++, t->seconds += now_seconds() - t0;
             if (mm.splits > 1 && !mm.cluster && (size_t)mm.splits * pp->M * pp->N > p->scratch_floats) continue;
             pp->mm = mm;
-            pp->family = plan_tiled_family((MfProduct)k, pp->prec, &mm);
+            pp->family = plan_tiled_family(pp->prec, &mm);
             pp->source = source == TUNE_FROM_CACHE ? SRC_CACHE : SRC_TUNE;
             const PlanCacheShape shape = {k, pp->M, pp->N, pp->K, pp->prec, scratch, p->ranks};
             const PlanCacheEntry *e = plan_cache_find(&t->cache, &shape);
@@ -677,16 +677,16 @@ int main(int argc, char **argv) {
     box_row("device", "%s (sm_%d%d, %d SMs, %.0f GB)", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
             prop.totalGlobalMem / 1e9);
     if (cfg.path >= PATH_FUSED && !model_use_fused(&model, cfg.path == PATH_FUSED_ANY)) cfg.path = PATH_GRAPH;
-    if (cfg.path >= PATH_FUSED && model.fused.deep)
+    if (cfg.path >= PATH_FUSED && model.plan.fused.deep)
         box_row("kernels (-f)", "%d: a run of steps as one kernel, %d blocks, tiles of each product", cfg.path,
-                model.fused.blocks);
+                model.plan.fused.blocks);
     else if (cfg.path >= PATH_FUSED)
         box_row("kernels (-f)", "%d: a run of steps as one kernel, %d blocks of %d unit%s", cfg.path,
-                model.fused.blocks, model.fused.U, model.fused.U > 1 ? "s" : "");
+                model.plan.fused.blocks, model.plan.fused.U, model.plan.fused.U > 1 ? "s" : "");
     else
         box_row("kernels (-f)", "%s%s%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
                                                                   : "0: fused, three streams, launched step by step",
-                model.fused.why[0] ? "; not -f 2: " : "", model.fused.why);
+                model.plan.fused.why[0] ? "; not -f 2: " : "", model.plan.fused.why);
     box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg.precision]);
     box_rule();
     if (cfg.path == PATH_LAUNCH) model.plan.run = RUN_LAUNCHES;

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     model_build(&m, sizes, L, act, B, B, prec, n, steps);
     model_init_params(&m, 1337, 0);
     if (!model_use_fused(&m, 1)) {
-        fprintf(stderr, "error: the fused step does not take this model: %s\n", m.fused.why);
+        fprintf(stderr, "error: the fused step does not take this model: %s\n", m.plan.fused.why);
         return 2;
     }
     std::vector<int> perm(n);
@@ -128,9 +128,9 @@ int main(int argc, char **argv) {
         if (rep > 0) per_step.push_back(1e3 * ms / steps);
     }
     printf("%s, model %s (%s, B %d, -x %d), %d blocks%s, %zu bytes of shared memory a block, TMA level %d\n", prop.name,
-           argc > 1 ? argv[1] : "784,128,10", ACT_NAMES[act], B, prec, m.fused.blocks,
-           m.fused.deep ? " (kernels/fast/fused/fused_deep.cuh)" : m.fused.U > 1 ? " of several units" : " of one unit",
-           m.fused.smem, m.fused.tma);
+           argc > 1 ? argv[1] : "784,128,10", ACT_NAMES[act], B, prec, m.plan.fused.blocks,
+           m.plan.fused.deep ? " (kernels/fast/fused/fused_deep.cuh)" : m.plan.fused.U > 1 ? " of several units" : " of one unit",
+           m.plan.fused.smem, m.plan.fused.tma);
     printf("a step: %.2f us (median of 5 launches of %d steps; %d rows of data, %s); the host enqueues a launch "
            "in %.1f us\n", median(per_step), steps, n, rows ? "a random permutation" : "in order",
            median(std::vector<double>(host_us.begin() + 1, host_us.end())));
@@ -140,10 +140,10 @@ int main(int argc, char **argv) {
     // a launch with the kernel's stamps, `points` a block and step: the stamps, and the time it took
     auto stamped_run = [&](int points) {
         long long *prof;
-        cudaCheck(cudaMalloc(&prof, sizeof(long long) * (size_t)m.fused.blocks * steps * points));
+        cudaCheck(cudaMalloc(&prof, sizeof(long long) * (size_t)m.plan.fused.blocks * steps * points));
         m.fused_prof = prof;
         const double ms = timed_run();
-        std::vector<long long> h((size_t)m.fused.blocks * steps * points);
+        std::vector<long long> h((size_t)m.plan.fused.blocks * steps * points);
         cudaCheck(cudaMemcpy(h.data(), prof, sizeof(long long) * h.size(), cudaMemcpyDeviceToHost));
         cudaCheck(cudaFree(prof));
         m.fused_prof = NULL;
@@ -151,8 +151,8 @@ int main(int argc, char **argv) {
                "ns at it)\n", 1e3 * ms / steps, khz / 1e3);
         return h;
     };
-    if (m.fused.deep) {   // kernels/fast/fused/fused_deep.cuh: a start and an end stamp per phase
-        const int PP = fd_prof_points(L), G = m.fused.blocks, phases = PP / 2;
+    if (m.plan.fused.deep) {   // kernels/fast/fused/fused_deep.cuh: a start and an end stamp per phase
+        const int PP = fd_prof_points(L), G = m.plan.fused.blocks, phases = PP / 2;
         const std::vector<long long> h = stamped_run(PP);
         printf("%-8s %12s %12s %12s %14s %8s\n", "phase", "block 0 ns", "slowest ns", "mean ns", "block 0 waits",
                "slowest");
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    const int P = FUSED_PROF_POINTS, G = m.fused.blocks;
+    const int P = FUSED_PROF_POINTS, G = m.plan.fused.blocks;
     const std::vector<long long> h = stamped_run(P);
     static const char *const names[] = {"phase A: h's columns, next batch", "wait at the first barrier",
                                         "phase B1: logits, loss, dz", "wait at the second barrier",

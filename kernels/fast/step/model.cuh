@@ -84,7 +84,6 @@ typedef struct {
     cudaEvent_t ev_x_t;                   // inp_t[0] written (model_tf32k0)
     StepGraph graphs[FAST_MAX_GRAPHS];    // the runs of steps captured so far (run_steps)
     int num_graphs;
-    FusedPlan fused;                      // -f 2: fused.ok when the model takes the fused step (model_use_fused)
     float *head_part;                     // the deep fused step's shares of the logits (FusedDeepArgs), or NULL
     float *fused_dr;                      // and -x 1's TF32 copies of the hidden gradients its dinp tiles read
                                           // (FusedDeepArgs.dacts_r, layers 2 .. L - 1 one after another), or NULL

@@ -140,8 +140,7 @@ typedef struct StepPlanS {
 // one product
 
 // the family of a tiled plan: its configuration's kind and the precision
-static int plan_tiled_family(MfProduct prod, int prec, const MatmulFastPlan *mm) {
-    (void)prod;
+static int plan_tiled_family(int prec, const MatmulFastPlan *mm) {
     int n = 0;
     const MatmulFastCfg *cfgs = matmul_fast_configs(prec, &n);
     int kind = MF_KIND_FP32;
@@ -193,7 +192,7 @@ static ProductPlan plan_tiled(MfProduct prod, int M, int N, int K, int prec, int
     pp.M = M, pp.N = N, pp.K = K;
     pp.prec = prec;
     pp.mm = matmul_fast_plan(prod, M, N, K, prec, have_scratch);
-    pp.family = plan_tiled_family(prod, prec, &pp.mm);
+    pp.family = plan_tiled_family(prec, &pp.mm);
     pp.source = SRC_MODEL;
     return pp;
 }

@@ -364,21 +364,20 @@ static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, Sgd
 // whether it is.
 static int model_use_fused(Model *m, int any) {
     step_plan_make(&m->plan, m->sizes, m->L, m->act, m->B, m->prec, any ? PLAN_ASK_FUSED_ANY : PLAN_ASK_FUSED, 1);
-    m->fused = m->plan.fused;
-    if (m->fused.ok) {
+    if (m->plan.fused.ok) {
         model_free_bf16(m);
         model_free_tf32k(m);
     }
-    if (m->fused.ok && m->fused.deep && !m->head_part)
+    if (m->plan.fused.ok && m->plan.fused.deep && !m->head_part)
         m->head_part = (float *)cudaMallocCheck(
             fused_deep_head_part_floats(m->sizes, m->L, m->B) * sizeof(float),
             "the head's shares of the logits");
-    if (m->fused.ok && m->fused.deep && m->fused.tma >= 2 && !m->fused_dr) {
+    if (m->plan.fused.ok && m->plan.fused.deep && m->plan.fused.tma >= 2 && !m->fused_dr) {
         const size_t floats = fused_deep_dacts_r(m->sizes, m->L, m->B, NULL, NULL);
         m->fused_dr = (float *)cudaMallocCheck(floats * sizeof(float), "the TF32 copies of the hidden gradients");
         cudaCheck(cudaMemset(m->fused_dr, 0, floats * sizeof(float)));   // (read past a short batch, as dacts)
     }
-    return m->fused.ok;
+    return m->plan.fused.ok;
 }
 
 // what both fused steps' arguments hold alike (FusedStepArgs, FusedDeepArgs): the model's buffers,
@@ -414,7 +413,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     memcpy(a.b_off, m->b_off, sizeof(a.b_off));
     memcpy(a.acts, m->acts, sizeof(a.acts));
     memcpy(a.dacts, m->dacts, sizeof(a.dacts));
-    if (m->fused_dr && m->fused.tma >= 2)
+    if (m->fused_dr && m->plan.fused.tma >= 2)
         fused_deep_dacts_r(m->sizes, m->L, m->B, m->fused_dr, a.dacts_r);
     memcpy(a.sizes, m->sizes, sizeof(a.sizes));
     for (int p = 0; p < 2; p++) {
@@ -424,7 +423,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
     a.head_part = m->head_part;
     a.L = m->L;
     fused_common_args(&a, m, train, n, last_bs, o);
-    fused_deep_steps(&m->fused, m->prec, &a, stream);
+    fused_deep_steps(&m->plan.fused, m->prec, &a, stream);
     m->acts[0] = m->batches[(n - 1) % 2];
     m->labels = m->batch_labels[(n - 1) % 2];
     m->x_pixels = m->prec == PREC_FP32;   // (its FP32 kernel gathers pixel bytes: kernels/fast/fused/fused_deep.cuh)
@@ -435,7 +434,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
 // model's: fused_deep_run).
 static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, Sgd o, cudaStream_t stream) {
     m->x_pixels = 0;   // (the one-hidden-layer fused step gathers the values; the deep one: fused_deep_run)
-    if (m->fused.deep) return fused_deep_run(m, train, n, last_bs, o, stream);
+    if (m->plan.fused.deep) return fused_deep_run(m, train, n, last_bs, o, stream);
     m->acts[0] = m->batches[0];
     m->labels = m->batch_labels[0];
     FusedStepArgs a;
@@ -454,7 +453,7 @@ static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, Sgd
     a.H = m->sizes[1];
     a.C = m->sizes[2];
     fused_common_args(&a, m, train, n, last_bs, o);
-    fused_steps(&m->fused, &a, stream);
+    fused_steps(&m->plan.fused, &a, stream);
 }
 
 // ----------------------------------------------------------------------------
