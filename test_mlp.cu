@@ -1548,6 +1548,56 @@ static void test_plan_coverage(void) {
     matmul_fast_set_target(NULL);
 }
 
+// -x is a ceiling (plan_precision): the precision a model runs in is never below the one asked, a
+// change always says why, and the rules pick what the sweep measured faster on an H200
+static void test_plan_precision(void) {
+    matmul_fast_set_target(&plan_gpus[0].t);
+    static const int tiny[] = {784, 64, 10}, odd[] = {784, 2500, 2500, 10}, deep[] = {784, 2048, 2048, 2048, 10},
+                     wide[] = {784, 1536, 1536, 10}, two[] = {784, 1024, 1024, 10}, one[] = {784, 8192, 10};
+    static const struct { const int *sizes; int L, B, ceiling, ask, ranks, want; const char *what; } cases[] = {
+        {odd, 3, 2048, 2, PLAN_ASK_FUSED, 1, PREC_TF32, "widths of 2500: no BF16 copies"},
+        {deep, 4, 512, 2, PLAN_ASK_FUSED, 1, PREC_TF32, "batch 512: the BF16-copies kernels do not fill the GPU"},
+        {wide, 3, 4096, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "batch 4096: they do"},
+        {one, 2, 1024, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "one wide hidden layer at batch 1024"},
+        {two, 3, 256, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "the fused deep step in BF16"},
+        {tiny, 2, 16, 1, PLAN_ASK_FUSED, 1, PREC_FP32, "the one-hidden-layer fused step"},
+        {tiny, 2, 16, 2, PLAN_ASK_FUSED, 1, PREC_FP32, "the same from -x 2"},
+        {tiny, 2, 16, 1, PLAN_ASK_GRAPHS, 1, PREC_TF32, "-f 1: no fused step"},
+        {tiny, 2, 32, 1, PLAN_ASK_GRAPHS, 2, PREC_TF32, "two ranks: no fused step"},
+        {odd, 3, 2048, 0, PLAN_ASK_FUSED, 1, PREC_FP32, "-x 0"},
+        {odd, 3, 2048, 1, PLAN_ASK_FUSED, 1, PREC_TF32, "-x 1 on a large model"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char why[200];
+        const int got = plan_precision(cases[i].sizes, cases[i].L, cases[i].B, cases[i].ceiling, cases[i].ask,
+                                       cases[i].ranks, why, sizeof(why));
+        check(got == cases[i].want && (got != cases[i].ceiling) == (why[0] != 0),
+              "-x %d, %d..%d at batch %d, -f %d, %d rank%s (%s): runs -x %d (want %d)%s%s", cases[i].ceiling,
+              cases[i].sizes[0], cases[i].sizes[cases[i].L], cases[i].B, cases[i].ask, cases[i].ranks,
+              cases[i].ranks > 1 ? "s" : "", cases[i].what, got, cases[i].want, why[0] ? ": " : "", why);
+    }
+    // over the coverage's spread on every described GPU: never below the ceiling, a reason for every change
+    int bad = 0, n = 0, changed = 0;
+    static const int bs[] = {16, 64, 256, 512, 1024, 4096};
+    static const int *models[] = {tiny, odd, deep, wide, two, one};
+    static const int Ls[] = {2, 3, 4, 3, 3, 2};
+    for (size_t g = 0; g < sizeof(plan_gpus) / sizeof(plan_gpus[0]); g++) {
+        matmul_fast_set_target(&plan_gpus[g].t);
+        for (int mi = 0; mi < 6; mi++)
+            for (int bi = 0; bi < 6; bi++)
+                for (int c = 0; c < 3; c++)
+                    for (int ask = PLAN_ASK_LAUNCHES; ask <= PLAN_ASK_FUSED_ANY; ask++) {
+                        char why[200];
+                        const int got = plan_precision(models[mi], Ls[mi], bs[bi], c, ask, 1, why, sizeof(why));
+                        n++, changed += got != c;
+                        bad += got > c || got < 0 || (got != c) != (why[0] != 0);
+                    }
+    }
+    check(bad == 0 && changed > 0, "%d ceilings on 4 described GPUs: %d run a higher precision, each with its reason, "
+          "none a lower one (%d wrong)", n, changed, bad);
+    matmul_fast_set_target(NULL);
+}
+
 // The models the fused step takes and those it leaves to the graph path, with the reason
 static void test_fused_plan(void) {
     const int small[] = {784, 128, 10}, deep[] = {784, 128, 64, 10}, odd_in[] = {23, 128, 10},
@@ -1839,6 +1889,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
                        : cfg->precision == PREC_BF16 ? ", BF16 (-x 2: the fast trainer only)" : "");
     section("the step plan (host only: described GPUs)");
     CASE(test_plan_coverage());
+    CASE(test_plan_precision());
     const char *missing = gpu_missing();
     if (missing) {
         printf("\nno CUDA GPU here (%s): only the CPU side can run. Its loss at each step:\n", missing);
@@ -1924,6 +1975,7 @@ int main(int argc, char **argv) {
     }
     section("the step plan (host only: described GPUs)");
     CASE(test_plan_coverage());
+    CASE(test_plan_precision());
     const char *missing = gpu_missing();
     if (missing) {
         section("GPU checks");

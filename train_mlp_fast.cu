@@ -78,6 +78,18 @@ Build: make train_fast    Run: ./train_mlp_fast  (./train_mlp_fast -h lists the 
 // the optimizer's settings of the command line, as the steps take them
 static fast::Sgd sgd_of(const Config *c) { return fast::Sgd{c->lr, c->momentum, c->weight_decay}; }
 
+// The precision a model runs in at `rows` rows a rank: -x is a ceiling, and a higher precision runs
+// where that is the faster step (plan_precision says where, and why into why)
+static int run_precision(const Config *c, int rows, int ranks, char *why, size_t n) {
+    return plan_precision(c->sizes, c->L, rows, c->precision, c->path, ranks, why, n);
+}
+
+// the box's row for -x: the precision that runs, and the ceiling where that is another
+static void box_precision(const Config *c, int prec) {
+    if (prec == c->precision) box_row("matmul precision (-x)", "%s", PREC_NAMES[prec]);
+    else box_row("matmul precision (-x)", "%s (-x %d is a ceiling; -P says why)", PREC_NAMES[prec], c->precision);
+}
+
 
 
 // ----------------------------------------------------------------------------
@@ -429,7 +441,9 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
     const int D = dataset_dim(&train_host), share = B / N;
     const int max_batch = share > FAST_EVAL_BATCH ? share : FAST_EVAL_BATCH;
     device_data_upload(&k.train, train_host.images, train_host.labels, train_host.n, D);
-    model_build(&k.model, cfg->sizes, cfg->L, cfg->act, B, max_batch, cfg->precision, k.train.n, plan.steps, N);
+    char prec_why[200];
+    const int prec = run_precision(cfg, share, N, prec_why, sizeof(prec_why));
+    model_build(&k.model, cfg->sizes, cfg->L, cfg->act, B, max_batch, prec, k.train.n, plan.steps, N);
     Model *m = &k.model;
     m->rank = job->rank;
     m->sum_grads = dp_sum_grads;
@@ -477,10 +491,11 @@ static int train_data_parallel(Config *cfg, Job *job, int argc, char **argv) {
                 nccl_version / 10000, nccl_version / 100 % 100, nccl_version % 100, share);
         box_row("kernels (-f)", "%s", cfg->path == PATH_LAUNCH ? "0: fused, four streams, launched step by step"
                                                                : "1: fused, four streams, NCCL inside CUDA graphs");
-        box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg->precision]);
+        box_precision(cfg, prec);
         box_rule();
         if (cfg->path == PATH_LAUNCH) m->plan.run = RUN_LAUNCHES;
         int first;   // (the plan at a rank's rows)
+        if (cfg->plan_print && prec_why[0]) printf("precision: -x %d is a ceiling; runs %s\n", cfg->precision, prec_why);
         if (cfg->plan_print)
             plan_print(stdout, &m->plan, model_share(m, B, &first), model_share(m, plan.last_bs, &first));
         if (cfg->autotune) printf("(-A: one GPU's; the ranks plan from the cost model, all alike)\n");
@@ -636,7 +651,9 @@ int main(int argc, char **argv) {
         Use use;
         use_begin(&use, &cfg, PROG_FAST);
         Model model;
-        model_build(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH, USE_BATCH, cfg.precision, 1, 1);
+        char why[200];
+        model_build(&model, cfg.sizes, cfg.L, cfg.act, USE_BATCH, USE_BATCH, run_precision(&cfg, USE_BATCH, 1, why, sizeof(why)),
+                    1, 1);
         cudaCheck(cudaMemcpy(model.params, use.ck.params, model.num_params * sizeof(float), cudaMemcpyHostToDevice));
         model_sync_copies(&model, 0);
         int rc = use_run(&use, &model, forward_logits);
@@ -659,7 +676,9 @@ int main(int argc, char **argv) {
     device_data_upload(&val, val_host.images, val_host.labels, val_host.n, D);
     device_data_upload(&test, test_host.images, test_host.labels, test_host.n, D);
     Model model;
-    model_build(&model, cfg.sizes, cfg.L, cfg.act, B, B > FAST_EVAL_BATCH ? B : FAST_EVAL_BATCH, cfg.precision, train.n,
+    char prec_why[200];
+    const int prec = run_precision(&cfg, B, 1, prec_why, sizeof(prec_why));
+    model_build(&model, cfg.sizes, cfg.L, cfg.act, B, B > FAST_EVAL_BATCH ? B : FAST_EVAL_BATCH, prec, train.n,
                 plan.steps);
     const float *mbuf, *params = run_start(&run, &train_host, &model, fetch_state, model.num_params, &mbuf);
     if (params) {  // resuming: the checkpoint's weights and momentum
@@ -687,7 +706,7 @@ int main(int argc, char **argv) {
         box_row("kernels (-f)", "%s%s%s", cfg.path == PATH_GRAPH ? "1: fused, three streams, replayed from CUDA graphs"
                                                                   : "0: fused, three streams, launched step by step",
                 model.plan.fused.why[0] ? "; not -f 2: " : "", model.plan.fused.why);
-    box_row("matmul precision (-x)", "%s", PREC_NAMES[cfg.precision]);
+    box_precision(&cfg, prec);
     box_rule();
     if (cfg.path == PATH_LAUNCH) model.plan.run = RUN_LAUNCHES;
     static PlanTune tune;
@@ -695,6 +714,7 @@ int main(int argc, char **argv) {
     int eval_sizes[3] = {max_batch, val.n % max_batch, test.n % max_batch};
     plan_tune_batches(&model, &tune, cfg.autotune, plan.last_bs, eval_sizes);
     if (cfg.plan_print) {   // -P: the plan, and with -P 2 nothing more
+        if (prec_why[0]) printf("precision: -x %d is a ceiling; runs %s\n", cfg.precision, prec_why);
         plan_print(stdout, &model.plan, B, plan.last_bs);
         if (cfg.plan_print == 2) return 0;
     }

@@ -412,6 +412,46 @@ static void step_plan_make(StepPlan *p, const int *sizes, int L, int act, int B,
 }
 
 // ----------------------------------------------------------------------------
+// the precision a model runs in
+
+// -x is a ceiling on the rounding the user accepts, not an order: a model runs at a higher precision
+// (less rounding) where that is the faster step. Three rules, each from the sweep of models no
+// benchmark names (doc/fast.md, "the precision ceiling"):
+//  - BF16 needs its copies (plan_bf16_fits: hidden widths multiples of 8) and forward products that
+//    take the BF16-copies kernels at this batch (their tiles fill the GPU: matmul_fast_bf16_plan) in
+//    at least half of the hidden layers. Otherwise most products read FP32 operands and round them as
+//    they load, which is slower than TF32's kernels: TF32 runs. (Not where the fused deep step runs
+//    in BF16: it reads FP32 weights either way.)
+//  - The one-hidden-layer fused step is FP32 only, and exists for models small enough (at most
+//    FUSED_MAX_U units a block, FUSED_MAX_B rows) that a step of separate kernels is mostly their
+//    launches' latency at any precision: where it runs, FP32 runs.
+// Returns the precision (PREC_*), and why in words into why (empty: as asked).
+static int plan_precision(const int *sizes, int L, int B, int ceiling, int path, int ranks, char *why, size_t n) {
+    int prec = ceiling;
+    if (n) why[0] = '\0';
+    const int fused_asked = path >= PLAN_ASK_FUSED && ranks == 1;
+    if (prec == PREC_BF16 && !(fused_asked && L >= 3 && plan_fused(sizes, L, B, PREC_BF16, path == PLAN_ASK_FUSED_ANY).ok)) {
+        int copies = 0;
+        for (int l = 0; l + 1 < L; l++) copies += matmul_fast_bf16_plan(MF_FWD, B, sizes[l + 1], sizes[l]) >= 0;
+        if (!plan_bf16_fits(sizes, L)) {
+            prec = PREC_TF32;
+            snprintf(why, n, "TF32: BF16 keeps no copies here (a width not a multiple of 8), and TF32 is faster "
+                             "than BF16 on FP32 operands");
+        } else if (2 * copies < L - 1) {
+            prec = PREC_TF32;
+            snprintf(why, n, "TF32: at batch %d the BF16-copies kernels fill the GPU in %d of %d hidden layers; "
+                             "TF32 is faster than BF16 on FP32 operands", B, copies, L - 1);
+        }
+    }
+    if (prec >= PREC_TF32 && fused_asked && L == 2 && fused_step_plan(sizes, L, B, PREC_FP32).ok) {
+        snprintf(why, n, "FP32: the one-hidden-layer fused step (FP32 only) is faster than a step of kernels "
+                         "in any precision");
+        prec = PREC_FP32;
+    }
+    return prec;
+}
+
+// ----------------------------------------------------------------------------
 // -P: the plan in words
 
 static void plan_print_product(FILE *f, int l, const char *name, const ProductPlan *pp) {
@@ -450,7 +490,8 @@ static void plan_print_batch(FILE *f, const StepPlan *p, const BatchPlan *bp) {
 static void plan_print(FILE *f, StepPlan *p, int bs, int last_bs) {
     fprintf(f, "the step plan: ");
     for (int l = 0; l <= p->L; l++) fprintf(f, "%d%s", p->sizes[l], l < p->L ? "," : "");
-    fprintf(f, " %s, batch %d, -x %d, %d rank%s; GPU: %d SMs, %s, %s, %s\n", ACT_NAMES[p->act], p->B, p->prec,
+    static const char *const prec[] = {"FP32", "TF32", "BF16"};
+    fprintf(f, " %s, batch %d, %s, %d rank%s; GPU: %d SMs, %s, %s, %s\n", ACT_NAMES[p->act], p->B, prec[p->prec],
             p->ranks, p->ranks > 1 ? "s" : "", p->gpu.sms, p->gpu.clusters ? "clusters" : "no clusters",
             p->gpu.wgmma ? "wgmma" : "no wgmma", p->gpu.tma ? "TMA" : "no TMA");
     fprintf(f, "runs as: %s", RUN_NAMES[p->run]);
