@@ -25,7 +25,8 @@ Then: both trainers' evaluation against the CPU's (the same number of right answ
 test set, and on synthetic data with a short last batch, more rows than one block sums, and
 tied logits); the softmax at logits of +-1000; bitwise determinism (the same seed twice; the
 fast trainer's CUDA graphs against the same kernels launched one by one, with a short last
-batch); and the GPU against the PyTorch reference files.
+batch); the GPU against the PyTorch reference files; and last, that the fast trainer's cases launched
+every kernel family of its step plan (kernels/fast/step/plan.cuh), which -Q's subset must do too.
 
 Without a GPU the GPU checks are skipped (and counted as skipped). Exit code 1 on any NOT OK.
 Flags: -V prints every tensor at every step; -Q runs only a subset that still launches every
@@ -653,6 +654,83 @@ static void gpu_vs_cpu_big(int prec) {
     free(perm);
     free(h.images);
     free(h.labels);
+}
+
+// ----------------------------------------------------------------------------
+// the kernel families that no case above launches on an H100/H200, each in a case whose plan has it
+
+// The candidates, smallest first (on 132 SMs: BF16 copies of the hidden layer's operands at any fill,
+// which main asks for; a forward product of 68 TF32 wgmma tiles of 64 x 128 over K = 256, too few
+// for the K-major kernel; a weight gradient of 72 3xTF32 tiles of 128 x 128 over K = 256, the large
+// products' rule, its forward product too small for it, so the batch is not taken as pixel bytes; the
+// same with 128 tiles, for GPUs of up to 256 SMs)
+static const int FAMILY_BF16[] = {784, 64, 40}, FAMILY_TF32[] = {256, 2112, 10}, FAMILY_FP32[] = {768, 1536, 10},
+                 FAMILY_FP32_WIDE[] = {1024, 2048, 10};
+static const struct { const int *sizes; int L, prec, B, last_bs; } family_cases[] = {
+    {FAMILY_BF16, 2, PREC_BF16, 33, 9},
+    {FAMILY_TF32, 2, PREC_TF32, 256, 100},
+    {FAMILY_FP32, 2, PREC_FP32, 256, 100},
+    {FAMILY_FP32_WIDE, 2, PREC_FP32, 256, 100},
+};
+
+// the families whose kernels only a GPU and a build with wgmma run (sm_90a)
+static int family_needs_wgmma(int f) {
+    return f == FAM_WGMMA_TF32 || f == FAM_WGMMA_BF16_COPIES || f == FAM_TF32_KMAJOR;
+}
+
+// The first candidate whose plan on this GPU (both of its batch sizes, as the fast trainer makes
+// it) launches family fam, against the CPU step by step (gpu_vs_cpu). no_wgmma: planned for this GPU
+// described without wgmma and the TMA, as for an A100, where the BF16 copies take the mma.sync
+// kernel (on a GPU with wgmma its cost model always prefers the wgmma configuration); the kernels
+// are this build's, run on this GPU.
+static void gpu_vs_cpu_family(int fam, int no_wgmma) {
+    MfTarget t = *matmul_fast_target();
+    const int wgmma = t.wgmma;
+    if (no_wgmma) {
+        t.wgmma = t.tma = 0;
+        matmul_fast_set_target(&t);
+    }
+    int found = -1;
+    for (int i = 0; i < (int)(sizeof(family_cases) / sizeof(family_cases[0])) && found < 0; i++) {
+        static StepPlan p;   // (large: not on the stack)
+        step_plan_make(&p, family_cases[i].sizes, family_cases[i].L, ACT_TANH, family_cases[i].B,
+                       family_cases[i].prec, PLAN_ASK_GRAPHS, 1);
+        plan_batch(&p, family_cases[i].B, 1);
+        plan_batch(&p, family_cases[i].last_bs, 1);
+        if (plan_uses_family(&p, fam)) found = i;
+    }
+    char shape[96] = "";
+    if (found >= 0) shape_string(shape, sizeof(shape), family_cases[found].sizes, family_cases[found].L);
+    if (found < 0 && family_needs_wgmma(fam) && !wgmma) {
+        skip("family %s: this GPU or build has no wgmma (an sm_90 GPU and a GPU_ARCH=90 build have)", FAM_NAMES[fam]);
+    } else if (check(found >= 0, "family %s: %s%s%s", FAM_NAMES[fam], found >= 0 ? "the plan of " : "",
+                     found >= 0 ? shape : "no candidate's plan uses it", no_wgmma ? ", planned without wgmma" : "")) {
+        // (cleared first, so that this case's launches alone set it)
+        const unsigned before = fast::plan_launched_families;
+        fast::plan_launched_families &= ~(1u << fam);
+        gpu_vs_cpu(FAST, family_cases[found].prec, family_cases[found].sizes, family_cases[found].L, ACT_TANH,
+                   family_cases[found].B, family_cases[found].last_bs);
+        check((fast::plan_launched_families >> fam) & 1, "that case launched family %s", FAM_NAMES[fam]);
+        fast::plan_launched_families |= before;
+    }
+    if (no_wgmma) matmul_fast_set_target(NULL);
+}
+
+// Every kernel family of the step plan (FAM_*, kernels/fast/step/plan.cuh) was launched by the fast
+// trainer's executor in the cases above (fast::plan_launched_families: set at each launch, a graph's
+// at its capture); a family that none reached fails here. The wgmma families on a GPU or build
+// without wgmma are skipped, with the reason.
+static void test_families_launched(void) {
+    section("the kernel families launched on this GPU");
+    const int wgmma = matmul_fast_target()->wgmma;
+    for (int f = 0; f < FAM_COUNT; f++) {
+        const int launched = (fast::plan_launched_families >> f) & 1;
+        if (!launched && !wgmma && family_needs_wgmma(f))
+            skip("family %s: not launched: this GPU or build has no wgmma (an sm_90 GPU and a GPU_ARCH=90 build have)",
+                 FAM_NAMES[f]);
+        else
+            check(launched, "family %-22s launched by the fast trainer in the cases above", FAM_NAMES[f]);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -2025,7 +2103,11 @@ int main(int argc, char **argv) {
         CASE(test_matmul_bf16_ops());
         CASE(test_matmul_tf32k());
         CASE(gpu_vs_cpu_tf32k(deep4, 4, ACT_TANH, 100, 37));
+        CASE(gpu_vs_cpu_family(FAM_3XTF32, 0));
+        CASE(gpu_vs_cpu_family(FAM_WGMMA_TF32, 0));
+        CASE(gpu_vs_cpu_family(FAM_BF16_COPIES, 1));
         CASE(test_determinism());
+        CASE(test_families_launched());
         return test_exit();
     }
     for (int trainer = READABLE; trainer <= FAST; trainer++) {
@@ -2085,6 +2167,10 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FAST, PREC_BF16, many, 2, ACT_SIGMOID, 33, 9));   // BF16 logits
     CASE(gpu_vs_cpu(FAST, PREC_BF16, wide, 3, ACT_RELU, 256, 96));
     CASE(gpu_vs_cpu_big(PREC_BF16));
+    // the families the cases above leave out on an H100/H200 (3xTF32 but in the big model), a case each
+    CASE(gpu_vs_cpu_family(FAM_3XTF32, 0));
+    CASE(gpu_vs_cpu_family(FAM_WGMMA_TF32, 0));
+    CASE(gpu_vs_cpu_family(FAM_BF16_COPIES, 1));
 
     CASE(test_matmul_configs());
     CASE(test_matmul_large());
@@ -2108,5 +2194,6 @@ int main(int argc, char **argv) {
     const char *refs[] = {"tests/ref/ref_sigmoid.bin", "tests/ref/ref_relu.bin", "tests/ref/ref_tanh.bin"};
     for (int trainer = READABLE; trainer <= FAST; trainer++)
         for (int i = 0; i < 3; i++) ref_check_gpu(refs[i], trainer);
+    CASE(test_families_launched());
     return test_exit();
 }

@@ -24,6 +24,9 @@ Included by train_mlp_fast.cu (and through it by test_mlp.cu), inside namespace 
 
 namespace fast {
 
+// the kernel families launched so far (bit FAM_*), a graph's at its capture: test_mlp checks its cases reach every one
+static unsigned plan_launched_families = 0;
+
 // ----------------------------------------------------------------------------
 // forward, loss, backward and update
 
@@ -49,6 +52,7 @@ static const MatmulFastBf16 *model_bf16(const Model *m, MfProduct prod, int l, M
 static void plan_run(MfProduct prod, const ProductPlan *pp, float *C, const float *A, const float *B,
                      const MatmulFastEpi *epi, const MatmulFastBf16 *bf, float *scratch, float *param_t, int pdl,
                      cudaStream_t stream) {
+    plan_launched_families |= 1u << pp->family;
     if (pp->family == FAM_TF32_KMAJOR) {
         matmul_fast_tf32k_run_cfg(pp->mm.cfg, C, A, B, pp->M, pp->N, pp->K, epi, param_t, pdl, stream);
     } else if (pp->family == FAM_BF16_COPIES || pp->family == FAM_WGMMA_BF16_COPIES) {
@@ -119,6 +123,7 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
     int L = m->L;
     if (model_head_fused(m)) {
         model_forward_layers(m, bs, L - 1, 1, stream);
+        plan_launched_families |= 1u << FAM_HEAD;
         // (with -x 1 on the K-major kernel in the layer below, dh rounded to TF32 too: model_backward_update)
         head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
                               m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
@@ -433,6 +438,7 @@ static void fused_deep_run(Model *m, const DeviceData *train, int n, int last_bs
 // same steps as n train_step()s, the batch gathered inside it into acts[0] = batches[0] (a deep
 // model's: fused_deep_run).
 static void fused_run(Model *m, const DeviceData *train, int n, int last_bs, Sgd o, cudaStream_t stream) {
+    plan_launched_families |= 1u << (m->plan.fused.deep ? FAM_FUSED_DEEP : FAM_FUSED_STEP);
     m->x_pixels = 0;   // (the one-hidden-layer fused step gathers the values; the deep one: fused_deep_run)
     if (m->plan.fused.deep) return fused_deep_run(m, train, n, last_bs, o, stream);
     m->acts[0] = m->batches[0];
