@@ -11,6 +11,7 @@ the GPU: a product tuned through matmul_fast_tune_cached, saved, opened again, a
     make dev/bin/tune_check    then    dev/bin/tune_check [SIZES B] ...
     e.g. dev/bin/tune_check                          (784,1024,1024,10 at 256 and 784,4096,4096,10 at 1024)
          dev/bin/tune_check 784,2048,2048,2048,10 512
+         dev/bin/tune_check --times fp32|tf32 SIZES B ... > times.csv   (every plan timed: fit_plan.py --times)
 
 A check fails (and the exit status is 1) where the tune finds nothing although the cost model has a
 plan, where its pick is more than 10 % slower than the cost model's plan timed alike (the cost
@@ -122,7 +123,59 @@ static void check_cache(void) {
     if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
 }
 
+// --times fp32|tf32: every plan each product of a model can run in that precision (each configuration
+// of its list at 1, 2, 4 and 8 K splits: FP32's FFMA and 3xTF32 rows, and the first layer's products
+// on pixel bytes too; TF32's mma.sync and wgmma rows, on TF32 values forward and rounding backward,
+// as the trainer passes them), timed as the tune times them: one CSV line each
+// (prod,M,N,K,tf32,cfg,splits,us), the data dev/cuda/fit_plan.py --times fits the cost model to
+static void print_times(const int *sizes, int L, int B, int tf) {
+    for (int l = 0; l < L; l++) {
+        const int IN = sizes[l], OUT = sizes[l + 1];
+        const int shapes[3][3] = {{B, OUT, IN}, {B, IN, OUT}, {OUT, IN, B}};
+        for (int prod = 0; prod < 3; prod++) {
+            if (prod == MF_DINP && l == 0) continue;
+            for (int px = 0; px < 2; px++) {
+                if (px && (tf || l > 0 || prod == MF_DINP)) continue;
+                const int tf32 = px ? MF_FP32_PIXELS : !tf ? 0 : prod == MF_FWD ? MF_TF32_EXACT : MF_TF32_ROUND, M = shapes[prod][0], N = shapes[prod][1], K = shapes[prod][2];
+                int count;
+                const MatmulFastCfg *cfgs = matmul_fast_configs(tf32, &count);
+                for (int c = 0; c < count; c++) {
+                    if (px && cfgs[c].kind != MF_KIND_3XTF32) continue;
+                    for (int s = 1; s <= 8; s *= 2) {
+                        MatmulFastPlan p;
+                        if (!matmul_fast_plan_fixed(&p, (MfProduct)prod, M, N, K, tf32, prod == MF_DWEIGHT, cfgs[c].id, s))
+                            continue;
+                        if (p.splits != s) continue;   // (a split the length turned into another)
+                        const float us = matmul_fast_time_plan((MfProduct)prod, &p, M, N, K, tf32);
+                        printf("%s,%d,%d,%d,%d,%d,%d,%.3f\n", PRODUCT_NAMES[prod], M, N, K, tf32, cfgs[c].id, s, us);
+                    }
+                }
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--times") == 0) {   // --times fp32|tf32 SIZES B ...: the CSV above
+        const int tf = strcmp(argv[2], "tf32") == 0;
+        if (!tf && strcmp(argv[2], "fp32") != 0) {
+            fprintf(stderr, "error: --times %s: fp32 or tf32 ---> try: dev/bin/tune_check --times fp32 784,1024,1024,10 256\n",
+                    argv[2]);
+            return 2;
+        }
+        require_gpu();
+        printf("prod,M,N,K,tf32,cfg,splits,us\n");
+        for (int i = 3; i + 1 < argc; i += 2) {
+            int sizes[MAX_LAYERS + 1], L = 0;
+            char err[256];
+            if (parse_layers(argv[i], sizes, &L, err, sizeof(err)) != 0 || atoi(argv[i + 1]) < 1) {
+                fprintf(stderr, "error: %s ---> try: dev/bin/tune_check --times fp32 784,1024,1024,10 256\n", err);
+                return 2;
+            }
+            print_times(sizes, L, atoi(argv[i + 1]), tf);
+        }
+        return 0;
+    }
     const cudaDeviceProp prop = require_gpu();
     int driver = 0;
     cudaCheck(cudaDriverGetVersion(&driver));

@@ -17,9 +17,11 @@ and MF_WGMMA_CONFIGS (wgmma, kernels/fast/matmul/wgmma_tf32.cuh):
                    so the trainer's build compiles only what its planner can pick for what the
                    trainer passes (kernels/fast/matmul/matmul_fast.h).
 
-These lists hold what the trainer's planner can pick: the cost model's candidates (EFF > 0), and the
-tiles measured fastest on the benchmark's models (EFF 0: the large products' rule, mf_large, or the
-autotune, -A 1, picks them), built for the products and precisions where they were fastest. dev/cuda adds the
+These lists hold what the trainer's planner can pick, each row built for the products and precisions
+where it can be fastest. EFF, FILL and OCC of the trainer's rows are fitted to every plan of every
+product of a spread of models, timed on an H200 (dev/results/plan_times_h200.csv, from
+`dev/bin/tune_check --times`; `python3 dev/cuda/fit_plan.py --times` fits them): a ranking, so the
+numbers need not look physical. dev/cuda adds the
 configurations only its sweeps run through the MF_EXTRA_*_CONFIGS hooks below, and builds every
 configuration for every product and precision (MF_BUILD_ALL), from the same sources
 (dev/cuda/matmul_sweep_configs.h).
@@ -41,52 +43,49 @@ configuration for every product and precision (MF_BUILD_ALL), from the same sour
 
 // X(ID, BM, BN, BK, TM, TN, ST, EFF, FILL, OCC, BUILT)
 // (8: the fastest FFMA tile on the big model's forward and dinp products, batch 1024; 3xTF32 is
-// faster there: built only in dev/cuda, where its sweeps time it beside 3xTF32)
+// faster there: built only in dev/cuda, where its sweeps time it beside 3xTF32. On an H200 the
+// 3xTF32 rows below are faster than these on all but the smallest products.)
 #define MF_FP32_CONFIGS(X)                                        \
-    X(0, 64, 128, 16, 8, 8, 3, 0.63f, 11.0f, 1, MF_BUILT_FP32)   \
-    X(1, 64, 64, 16, 4, 4, 4, 0.61f, 19.0f, 3, MF_BUILT_FP32)    \
-    X(2, 32, 64, 32, 4, 4, 3, 0.52f, 30.0f, 3, MF_BUILT_FP32)    \
-    X(3, 32, 32, 32, 4, 4, 4, 0.50f, 1.5f, 4, MF_BUILT_FP32)     \
-    X(4, 32, 64, 16, 4, 4, 4, 3.00f, 13.0f, 4, MF_BUILT_FP32)    \
+    X(0, 64, 128, 16, 8, 8, 3, 0.026f, 133.5f, 1, MF_BUILT_FP32)   \
+    X(1, 64, 64, 16, 4, 4, 4, 0.554f, 5.2f, 4, MF_BUILT_FP32)    \
+    X(2, 32, 64, 32, 4, 4, 3, 1.864f, 32.2f, 1, MF_BUILT_FP32)    \
+    X(3, 32, 32, 32, 4, 4, 4, 0.014f, 115.3f, 2, MF_BUILT_FP32)     \
+    X(4, 32, 64, 16, 4, 4, 4, 0.014f, 21.3f, 2, MF_BUILT_FP32)    \
     X(8, 128, 128, 16, 8, 8, 3, 0.00f, 0.0f, 1, 0)
 
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
-// (9: the fastest measured for the dinp product of the trainer's layer 784 -> 1024, batch 256;
-// 19: the fastest for the big model's (batch 1024) backward products in TF32 and every product in BF16,
-// and the planner's for such products of larger models (mf_large); 7 for dinp 4096 -> 784. The BF16
-// kernels are the same tiles with mma.m16n8k16: the cost model's numbers, fitted to TF32, rank them
-// too)
+// (9 and 7 are built for dinp alone, 19 for the backward products and BF16: where they were fastest.
+// The BF16 kernels are the same tiles with mma.m16n8k16: the cost model's numbers, fitted to TF32,
+// rank them too, but for BF16's large products: 19, mf_large)
 #define MF_MMA_CONFIGS(X)                                                                              \
-    X(0, 64, 64, 16, 32, 32, 4, 0.07f, 65.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
-    X(1, 32, 64, 32, 16, 32, 3, 0.86f, 14.0f, 4, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
-    X(2, 32, 32, 32, 16, 16, 4, 0.89f, 1.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
-    X(3, 64, 128, 16, 32, 64, 3, 0.75f, 47.0f, 3, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)       \
-    X(4, 64, 64, 16, 32, 16, 4, 1.40f, 4.0f, 1, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
-    X(9, 64, 128, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND))                      \
-    X(7, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DINP, MF_BF16)) \
-    X(19, 128, 256, 32, 64, 64, 3, 0.00f, 0.0f, 1,                                                    \
+    X(0, 64, 64, 16, 32, 32, 4, 0.542f, 9.6f, 4, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
+    X(1, 32, 64, 32, 16, 32, 3, 1.060f, 13.8f, 2, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)        \
+    X(2, 32, 32, 32, 16, 16, 4, 0.578f, 10.8f, 3, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
+    X(3, 64, 128, 16, 32, 64, 3, 1.045f, 15.9f, 3, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)       \
+    X(4, 64, 64, 16, 32, 16, 4, 0.797f, 9.6f, 2, MF_BUILT_TRAINER_TF32 | MF_BUILT_TRAINER_BF16)         \
+    X(9, 64, 128, 16, 32, 32, 4, 1.609f, 17.7f, 3, MF_BUILT(MF_DINP, MF_TF32_ROUND))                      \
+    X(7, 128, 128, 16, 64, 32, 4, 0.863f, 70.0f, 4, MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DINP, MF_BF16)) \
+    X(19, 128, 256, 32, 64, 64, 3, 4.741f, 71.4f, 2, \
       MF_BUILT(MF_DINP, MF_TF32_ROUND) | MF_BUILT(MF_DWEIGHT, MF_TF32_ROUND) | MF_BUILT_TRAINER_BF16)
 
 // FP32 on the tensor cores as 3xTF32 (MF_TF32X3, kernels/fast/matmul/matmul_fast.h): the mma.sync kernel's
-// tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and only the autotune
-// (and for 20 and 21 the planner's large products, mf_large) picks them: they were fastest on the big
-// and the wide model's products, where three TF32 products cost less than one FP32 product on the CUDA
-// cores (20, 21: the big model's and larger ones'; 21 also for dinp 1024 -> 784
-// and dW 1024 x 1024 at batch 256; 22 and 28: the wide model's at batch 256; 24: the small model's at batch 64).
+// tiles, but FP32 configurations (tf32 0): their IDs continue the FP32 list's, and the cost model weighs
+// them against the FFMA rows: three TF32 products cost less than one FP32 product on the CUDA cores
+// on all but the smallest products. The first layer's forward and dW on them take the batch as pixel
+// bytes (MF_FP32_PIXELS): two TF32 products instead of three.
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
 #define MF_3XTF32_CONFIGS(X)                                                                     \
-    X(20, 128, 128, 16, 64, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0))                          \
-    X(21, 128, 128, 32, 64, 32, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0)) \
-    X(22, 64, 64, 16, 32, 32, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_DWEIGHT, 0))                         \
-    X(24, 32, 32, 32, 16, 16, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DWEIGHT, 0))          \
-    X(28, 32, 64, 32, 16, 16, 3, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0))
+    X(20, 128, 128, 16, 64, 32, 4, 0.976f, 14.2f, 4, MF_BUILT(MF_FWD, 0))                          \
+    X(21, 128, 128, 32, 64, 32, 3, 1.877f, 8.8f, 4, MF_BUILT(MF_DINP, 0) | MF_BUILT(MF_DWEIGHT, 0)) \
+    X(22, 64, 64, 16, 32, 32, 4, 2.341f, 16.0f, 3, MF_BUILT(MF_DWEIGHT, 0))                         \
+    X(24, 32, 32, 32, 16, 16, 4, 0.957f, 4.1f, 3, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DWEIGHT, 0))          \
+    X(28, 32, 64, 32, 16, 16, 3, 1.511f, 8.6f, 2, MF_BUILT(MF_FWD, 0) | MF_BUILT(MF_DINP, 0))
 
 // X(ID, WGS, NB, ST, EFF, FILL, OCC, BUILT)
-// (11: the fastest measured on the wide model's forward products on TF32 values, batch 256;
-// 13: the big model's, batch 1024, and larger models' (mf_large))
+// (the forward products on TF32 values: 64 x 64 and 64 x 128 tiles)
 #define MF_WGMMA_CONFIGS(X)                                         \
-    X(11, 1, 1, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT)) \
-    X(13, 1, 2, 4, 0.00f, 0.0f, 1, MF_BUILT(MF_FWD, MF_TF32_EXACT))
+    X(11, 1, 1, 4, 1.457f, 9.3f, 3, MF_BUILT(MF_FWD, MF_TF32_EXACT)) \
+    X(13, 1, 2, 4, 1.987f, 36.2f, 4, MF_BUILT(MF_FWD, MF_TF32_EXACT))
 
 // dev/cuda's hooks: more rows (with IDs of their own), and every row built everywhere
 #ifndef MF_EXTRA_FP32_CONFIGS

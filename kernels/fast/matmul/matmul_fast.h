@@ -18,9 +18,9 @@ act is one of ACT_SIGMOID, ACT_RELU, ACT_TANH, ACT_NONE (common/mlp.h); act' is 
 activation's OUTPUT y: sigmoid' = y(1-y), relu' = (y > 0), tanh' = 1 - y^2, none' = 1.
 
 Precision (the launchers' tf32 argument):
-    0              FP32: on the CUDA cores (FFMA), or for the large products (planner.cuh mf_large,
-                   and where the autotune finds it faster) on the tensor cores as 3xTF32
-                   (MF_TF32X3 below), within FP32's tolerances.
+    0              FP32: on the CUDA cores (FFMA), or on the tensor cores as 3xTF32 (MF_TF32X3
+                   below) where the cost model or the autotune finds that faster, within FP32's
+                   tolerances.
     MF_TF32_ROUND  TF32 tensor cores; the kernels round every operand to TF32 on the way in.
     MF_TF32_EXACT  TF32 tensor cores on operands that are TF32 values already (round_tf32 applied by
                    whoever wrote them), which the kernels then take as they are. Rounding a TF32 value
@@ -195,9 +195,9 @@ MfTarget matmul_fast_target_here(void);
 const MfTarget *matmul_fast_target(void);
 void matmul_fast_set_target(const MfTarget *t);
 
-// the configuration the planner gives large products (half a wave of its tiles
-// or more, K of at least MF_LARGE_MIN_K: planner.cuh mf_large) for this product and precision, or -1:
-// none in this build (the cost model decides there); with MF_FP32_PIXELS, FP32's where it takes pixels
+// the configuration the planner gives large products (half a wave of its tiles or more, K of at least
+// MF_LARGE_MIN_K: planner.cuh mf_large) for this product and precision, or -1: none (BF16 has one;
+// elsewhere the cost model decides); with MF_FP32_PIXELS, FP32's where it takes pixels
 int matmul_fast_large_cfg(MfProduct prod, int tf32);
 
 // ----------------------------------------------------------------------------

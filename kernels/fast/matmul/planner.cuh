@@ -6,9 +6,10 @@ Why it matters: the trainer's products are small (a batch of 64 x 784 -> 128 is 
 fixed tile either leaves most of the GPU's multiprocessors idle (too few tiles) or runs many short
 waves. The planner picks, per shape, the tile size and a K split so that the grid fills the SMs:
   - the cost model (mf_cost) estimates every candidate configuration x split (1, 2, 4, 8) and takes
-    the cheapest; its per-configuration numbers were fitted to measured timings (dev/cuda's sweep and
-    fit_plan.py), so they rank configurations, they do not simulate them;
-  - large products take the large tiles measured fastest on the big model's (mf_large);
+    the cheapest; its per-configuration numbers were fitted to every plan of every product of a
+    spread of models, timed on the GPU (dev/bin/tune_check --times, dev/cuda/fit_plan.py --times), so
+    they rank configurations, they do not simulate them;
+  - BF16's large products take the large tile measured fastest on the big model's (mf_large);
   - where neither is good enough, the trainer's autotune (-A 1) times every candidate on the GPU, and
     its cache overrides both (kernels/fast/matmul/tune.h).
 Every choice is a function of the shape and of the GPU planned for (matmul_fast_target).
@@ -107,19 +108,14 @@ static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
 // ----------------------------------------------------------------------------
 // large products
 
-// The large tiles (128 x 256 and 128 x 128, the 64 x 128 wgmma tile for the forward products on TF32
-// values), measured fastest on the big model's products (784 -> 4096 -> 4096 at batch 1024), for
-// every product at least about that large: wider layers, larger batches. The cost model, fitted to
-// the small tiles' timings, never picks these tiles, and on such shapes its picks ran at a fraction of
-// them. A product takes its precision's row here when its tiles make at least half a
-// wave over the SMs, one K slice each, and K is at least MF_LARGE_MIN_K (the shortest measured: the
-// batch of 256 in a weight gradient; the cost model keeps shorter ones).
+// BF16's large tile (128 x 256), measured fastest on the big model's products (784 -> 4096 -> 4096 at
+// batch 1024) on the operands' FP32 values, for every product at least about that large: wider
+// layers, larger batches. (FP32 and TF32 have none: their cost model is fitted to large products as
+// well as small ones, and picks their large tiles where they are fastest, K split or not.) A product
+// takes it when its tiles make at least half a wave over the SMs, one K slice each, and K is at least
+// MF_LARGE_MIN_K (the shortest measured: the batch of 256 in a weight gradient).
 typedef struct { MfProduct prod; int tf32, cfg; } MatmulFastLarge;
-static const MatmulFastLarge mf_large[] = {
-    {MF_FWD, MF_TF32_EXACT, 13}, {MF_DINP, MF_TF32_ROUND, 19}, {MF_DWEIGHT, MF_TF32_ROUND, 19},
-    {MF_FWD, MF_BF16, 19},       {MF_DINP, MF_BF16, 19},       {MF_DWEIGHT, MF_BF16, 19},
-    {MF_FWD, 0, 20},             {MF_DINP, 0, 21},             {MF_DWEIGHT, 0, 21},
-};
+static const MatmulFastLarge mf_large[] = {{MF_FWD, MF_BF16, 19}, {MF_DINP, MF_BF16, 19}, {MF_DWEIGHT, MF_BF16, 19}};
 #define MF_LARGE_MIN_K 256
 
 // the large-product configuration of this product and precision, if it has one that can run here
@@ -160,7 +156,7 @@ static void mf_plan_slices(MatmulFastPlan *p, int K, int bk, int cluster) {
     }
 }
 
-// the planner's choice (a large product's tile, else the cost model's cheapest candidate); tf32 as
+// the planner's choice (a BF16 large product's tile, else the cost model's cheapest candidate); tf32 as
 // mf_tf32_here gives it. Where the cost model is not good enough, the trainer's autotune times the
 // candidates on the device (kernels/fast/matmul/tune.h) and its cache overrides this. cfg -1: nothing built for this product and precision.
 static MatmulFastPlan mf_plan(MfProduct prod, int M, int N, int K, int tf32, int have_scratch) {
@@ -170,7 +166,7 @@ static MatmulFastPlan mf_plan(MfProduct prod, int M, int N, int K, int tf32, int
     const int can_split = cluster || have_scratch;
     MatmulFastPlan p = {-1, 1, K, 0};
     const MatmulFastCfg *large = mf_large_pick(prod, M, N, K, tf32);
-    if (large) {   // a large product: the big model's tile, no K split
+    if (large) {   // a BF16 large product: the big model's tile, no K split
         p.cfg = large->id;
         p.splits = 1;
     } else {

@@ -9,9 +9,9 @@ distance between groups of 8 rows (1024 here) and a swizzle mode. One wgmma.m64n
 multiply-adds, issued by a warpgroup (4 warps, 128 threads) together, and runs asynchronously while
 the threads prepare the next tile; a block has WGS warpgroups, each 64 rows of the tile.
 Why here: the trainer's -x 1 forward products take their operands as TF32 values (MF_TF32_EXACT),
-so this kernel needs no rounding pass over its tiles, and is then the fastest on the wide model's
-forward shapes, and on large ones (mf_large, kernels/fast/matmul/planner.cuh). With a rounding pass it is
-no faster than mma.sync, so the cost model never picks it: the large products' rule and the autotune do.
+so this kernel needs no rounding pass over its tiles, and is then the fastest on most forward shapes
+of a batch of 128 rows or more (the cost model of kernels/fast/matmul/planner.cuh weighs it). With a
+rounding pass it is no faster than mma.sync, so it is built for MF_TF32_EXACT's forward product only.
 
 Shared layout: wgmma takes 32-bit operands k-major only (it cannot transpose them), in the
 "128-byte swizzle" mode here: a tile row is BK = 32 floats = 128 bytes, 8 rows make a 1024-byte
