@@ -318,6 +318,28 @@ typedef struct {
 } Optim;
 static const Optim TEST_OPTIM = {0.1f, 0.9f, 5e-4f};
 
+// NULL, or a stand-in for the trainer's plan cache (train_mlp_fast.cu's plan_refine): gpu_build hands
+// it to the fast trainer's plan, which passes each new batch plan through it
+static void (*test_refine)(void *ctx, const StepPlan *p, BatchPlan *bp) = NULL;
+
+// What a cache entry gives where the autotune timed FFMA fastest: every tiled FP32 product on FFMA
+// configuration 1, unsplit (but the first layer's on pixel bytes, which keep their 3xTF32 tile, as
+// plan_refine keeps them)
+static void refine_ffma(void *ctx, const StepPlan *p, BatchPlan *bp) {
+    (void)ctx;
+    for (int l = 0; l < p->L; l++)
+        for (int k = 0; k < 3; k++) {
+            ProductPlan *pp = &bp->layer[l].p[k];
+            MatmulFastPlan mm;
+            if (!pp->used || pp->prec != 0 || pp->family == FAM_HEAD ||
+                !matmul_fast_plan_fixed(&mm, (MfProduct)k, pp->M, pp->N, pp->K, 0, k == MF_DWEIGHT && p->have_scratch, 1, 1))
+                continue;
+            pp->mm = mm;
+            pp->family = plan_tiled_family(0, &mm);
+            pp->source = SRC_CACHE;
+        }
+}
+
 static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int L, int act, int B, int n, int steps,
                       uint64_t seed, Optim o) {
     memset(g, 0, sizeof(*g));
@@ -340,6 +362,10 @@ static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int 
         g->loss_dev = (float *)cudaMallocCheck(sizeof(float), "the loss");
     } else {
         fast::model_build(&g->f, sizes, L, act, B, B, prec, n, steps);
+        if (test_refine) {   // (the batch plans made again through it, as the trainer's cache does)
+            g->f.plan.refine = test_refine;
+            g->f.plan.nbatch = 0;
+        }
         fast::model_init_params(&g->f, seed, g->stream);
         if (trainer == FUSED && !fast::model_use_fused(&g->f, 1))
             die("", "internal: test case for the fused step with a model it does not take: %s", g->f.plan.fused.why);
@@ -699,8 +725,14 @@ static void gpu_vs_cpu_family(int fam, int no_wgmma) {
         plan_batch(&p, family_cases[i].last_bs, 1);
         if (plan_uses_family(&p, fam)) found = i;
     }
+    // FFMA: where no candidate's plan takes it (on Hopper the cost model finds 3xTF32 faster on all
+    // but the smallest products), an FP32 candidate's plan as a cache entry gives it
+    if (found < 0 && fam == FAM_FFMA)
+        for (int i = 0; i < (int)(sizeof(family_cases) / sizeof(family_cases[0])) && found < 0; i++)
+            if (family_cases[i].prec == PREC_FP32) found = i, test_refine = refine_ffma;
     char shape[96] = "";
     if (found >= 0) shape_string(shape, sizeof(shape), family_cases[found].sizes, family_cases[found].L);
+    if (test_refine) snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), " as the cache gives it");
     if (found < 0 && family_needs_wgmma(fam) && !wgmma) {
         skip("family %s: this GPU or build has no wgmma (an sm_90 GPU and a GPU_ARCH=90 build have)", FAM_NAMES[fam]);
     } else if (check(found >= 0, "family %s: %s%s%s", FAM_NAMES[fam], found >= 0 ? "the plan of " : "",
@@ -713,6 +745,7 @@ static void gpu_vs_cpu_family(int fam, int no_wgmma) {
         check((fast::plan_launched_families >> fam) & 1, "that case launched family %s", FAM_NAMES[fam]);
         fast::plan_launched_families |= before;
     }
+    test_refine = NULL;
     if (no_wgmma) matmul_fast_set_target(NULL);
 }
 
@@ -1827,20 +1860,38 @@ static void test_determinism(void) {
     } else {
         skip("this build has no wgmma kernel (GPU_ARCH=90 builds it): the K-major TF32 kernel's graphs are not run");
     }
-    // FP32 on pixels (MF_FP32_PIXELS): a first layer whose products take the large 3xTF32 tiles at
-    // 1024 rows (96 and 84 tiles of 128 x 128: at least half a wave up to 192 SMs) but not at the last
-    // batch's 100, so one graph holds steps on pixel bytes and a step on values, the last batch
-    // gathered ahead as values; the launches, step by step, are compared with the CPU elsewhere
-    const int px[] = {784, 1536, 10};
-    size_t wpx[MAX_LAYERS], bpx[MAX_LAYERS];
-    size_t npx = param_layout(px, 2, wpx, bpx);
-    check(matmul_fast_pixels_fit(MF_FWD, 1024, 1536, 784, 0) && matmul_fast_pixels_fit(MF_DWEIGHT, 1536, 784, 1024, 1) &&
-          !matmul_fast_pixels_fit(MF_FWD, 100, 1536, 784, 0),
-          "784,1536,10 in FP32 takes the batch as pixel bytes at 1024 rows, and as values at 100");
-    check_identical(train_weights(FAST, 0, 0, px, 2, ACT_RELU, 1024, 4, 100, 4),
-                    train_weights(FAST, 0, 1, px, 2, ACT_RELU, 1024, 4, 100, 4), npx,
-                    "train_mlp_fast.cu FP32 on pixels: a graph of 4 steps, 3 on pixel bytes and the last on 100 rows "
-                    "of values, gives the same bits as launches");
+    // FP32 on pixels (MF_FP32_PIXELS): one graph with steps on pixel bytes and a last step on values,
+    // the last batch gathered ahead as values, where the plan has such a pair of batch sizes: the
+    // first of a few models and last batches whose first layer takes 3xTF32 tiles (pixels) at 1024
+    // rows and an FFMA tile (values) at the last batch; the launches, step by step, are compared with
+    // the CPU elsewhere
+    {
+        static const int hs[] = {1536, 100, 37, 16};
+        static const int lasts[] = {100, 17, 5, 1};
+        int px[3] = {784, 0, 10}, last = 0;
+        for (int i = 0; i < 4 && !last; i++)
+            for (int j = 0; j < 4 && !last; j++) {
+                px[1] = hs[i];
+                const int pixels = matmul_fast_pixels_fit(MF_FWD, 1024, px[1], 784, 0) &&
+                                   matmul_fast_pixels_fit(MF_DWEIGHT, px[1], 784, 1024, 1);
+                const int values = !matmul_fast_pixels_fit(MF_FWD, lasts[j], px[1], 784, 0) ||
+                                   !matmul_fast_pixels_fit(MF_DWEIGHT, px[1], 784, lasts[j], 1);
+                if (pixels && values) last = lasts[j];
+            }
+        if (!last) {
+            skip("FP32 on pixels beside values in one graph: no model of the few tried takes pixel bytes at 1024 rows "
+                 "and values at its last batch on this GPU (its plans take 3xTF32 tiles on the first layer at every "
+                 "batch); the steps on pixels are compared with the CPU elsewhere");
+        } else {
+            size_t wpx[MAX_LAYERS], bpx[MAX_LAYERS];
+            size_t npx = param_layout(px, 2, wpx, bpx);
+            char what[160];
+            snprintf(what, sizeof(what), "train_mlp_fast.cu FP32 on pixels: a graph of 4 steps of 784,%d,10, 3 on pixel "
+                     "bytes and the last on %d rows of values, gives the same bits as launches", px[1], last);
+            check_identical(train_weights(FAST, 0, 0, px, 2, ACT_RELU, 1024, 4, last, 4),
+                            train_weights(FAST, 0, 1, px, 2, ACT_RELU, 1024, 4, last, 4), npx, what);
+        }
+    }
     // the fused step: runs of several steps in one launch (the next batch fetched during a step,
     // W0's rows and W1's columns kept in shared memory from step to step and written back at the
     // end) give the same bits as one launch a step, whose every tensor the step-by-step cases
@@ -2104,6 +2155,7 @@ int main(int argc, char **argv) {
         CASE(test_matmul_tf32k());
         CASE(gpu_vs_cpu_tf32k(deep4, 4, ACT_TANH, 100, 37));
         CASE(gpu_vs_cpu_family(FAM_3XTF32, 0));
+        CASE(gpu_vs_cpu_family(FAM_FFMA, 0));
         CASE(gpu_vs_cpu_family(FAM_WGMMA_TF32, 0));
         CASE(gpu_vs_cpu_family(FAM_BF16_COPIES, 1));
         CASE(test_determinism());
@@ -2169,6 +2221,7 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu_big(PREC_BF16));
     // the families the cases above leave out on an H100/H200 (3xTF32 but in the big model), a case each
     CASE(gpu_vs_cpu_family(FAM_3XTF32, 0));
+    CASE(gpu_vs_cpu_family(FAM_FFMA, 0));
     CASE(gpu_vs_cpu_family(FAM_WGMMA_TF32, 0));
     CASE(gpu_vs_cpu_family(FAM_BF16_COPIES, 1));
 

@@ -184,7 +184,7 @@ static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
     return (float)(flops / (rate * fill) * 1e6 + 2.0);   // (+ a launch's couple of microseconds)
 }
 
-// a tiled product in precision prec: the cost model's tile and split (the cache's: plan_tuned)
+// a tiled product in precision prec: the cost model's tile and split (the cache's: plan_refine)
 static ProductPlan plan_tiled(MfProduct prod, int M, int N, int K, int prec, int have_scratch) {
     ProductPlan pp;
     memset(&pp, 0, sizeof(pp));

@@ -63,6 +63,17 @@ static void plan_run(MfProduct prod, const ProductPlan *pp, float *C, const floa
     }
 }
 
+// The product as it runs on this batch: the plan's; but where the plan takes the first layer on pixel
+// bytes and acts[0] holds values instead (x_pixels 0: a caller that wrote the batch there itself,
+// test_mlp's against PyTorch), the same 3xTF32 tile on the values, into *values
+static const ProductPlan *model_product(const Model *m, const ProductPlan *pp, ProductPlan *values) {
+    if (pp->prec != MF_FP32_PIXELS || m->x_pixels) return pp;
+    *values = *pp;
+    values->prec = 0;
+    values->family = FAM_3XTF32;
+    return values;
+}
+
 // acts[0] holds bs rows; runs the first `layers` layers, leaving their outputs in acts[1..layers].
 // With TF32 (-x 1) every forward product's operands are TF32 values already: the batch is gathered
 // rounded, each hidden layer's output is stored rounded (the logits are not), and the weights come
@@ -91,7 +102,8 @@ static void model_forward_layers(Model *m, int bs, int layers, int train, cudaSt
         cudaCheck(cudaEventRecord(m->ev_x_t, m->side));
     }
     for (int l = 0; l < layers; l++) {
-        const ProductPlan *pp = &bp->layer[l].p[MF_FWD];
+        ProductPlan values;
+        const ProductPlan *pp = model_product(m, &bp->layer[l].p[MF_FWD], &values);
         const int act = l < m->L - 1 ? m->act : ACT_NONE;  // the last layer's outputs are the logits
         const float *w = (m->prec == PREC_TF32 ? m->params_tf32 : m->params) + m->w_off[l];
         const MatmulFastEpi epi = {MF_EPI_FORWARD, act, m->params + m->b_off[l], NULL, {}, m->prec == PREC_TF32 && l < m->L - 1};
@@ -227,8 +239,9 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             continue;
         }
         if (l > 0) cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
-        plan_run(MF_DWEIGHT, &lp->p[MF_DWEIGHT], m->grads + w, dout, m->acts[l], &dw_epi, dw16, m->scratch, NULL, 0,
-                 dw_stream);
+        ProductPlan values;
+        plan_run(MF_DWEIGHT, model_product(m, &lp->p[MF_DWEIGHT], &values), m->grads + w, dout, m->acts[l], &dw_epi,
+                 dw16, m->scratch, NULL, 0, dw_stream);
         if (ranks) cudaCheck(cudaEventRecord(m->ev_dw[l], dw_stream));
         if (lp->p[MF_DINP].used)   // (the fused head has computed the last layer's dinp)
             plan_run(MF_DINP, &lp->p[MF_DINP], m->dacts[l], dout, m->params + w, &dinp_epi, dinp16, NULL, NULL, 0,
