@@ -113,6 +113,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds allowed for one run of ours")
     ap.add_argument("--out-dir", default=os.path.join(HERE, "out", "sweep"))
     ap.add_argument("--list", action="store_true", help="print the models and exit")
+    ap.add_argument("--from-logs", nargs="+", metavar="LOG",
+                    help="run nothing: the table from the 'rep' lines of earlier runs' output (a sweep split over "
+                         "visits: each (model, precision) takes every repetition the logs hold)")
     args = ap.parse_args()
     if args.list:
         for n, (s, a, b) in MODELS.items():
@@ -126,12 +129,13 @@ def main():
     for p in precs:
         if p not in PRECISIONS:
             sys.exit("sweep.py: unknown precision %r: fp32, tf32 or bf16" % p)
+    os.makedirs(args.out_dir, exist_ok=True)
+    if args.from_logs:
+        return table_from_logs(args, models, precs)
     if args.data is None:
         args.data = bench.default_data_dir()
-    os.makedirs(args.out_dir, exist_ok=True)
     n_train = bench.count_train_images(args.data) or 60000
     gpu = bench.gpu_name_from_nvidia_smi() or "unknown GPU"
-    peaks = dict(zip(("fp32", "tf32", "bf16"), bench.peaks_for(gpu)))
     server = subprocess.Popen([sys.executable, os.path.join(HERE, "bench_pytorch.py"), "--serve", "--data", args.data,
                                "--init", "mlpcu"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     times = {}  # (model, prec, impl) -> [seconds per epoch, one per rep]
@@ -152,12 +156,39 @@ def main():
                     spe = steps_per_epoch(args, MODELS[m][2], n_train)[0]
                     o, q = times.get((m, p, "ours"), [None])[-1], times.get((m, p, "torch"), [None])[-1]
                     print("rep %d %-9s %s  ours %s  pytorch %s ms/step" % (
-                        rep + 1, m, p, "%.3f" % (1e3 * o / spe) if o else status.get((m, p, "ours")),
-                        "%.3f" % (1e3 * q / spe) if q else status.get((m, p, "torch"))), flush=True)
+                        rep + 1, m, p, "%.4f" % (1e3 * o / spe) if o else status.get((m, p, "ours")),
+                        "%.4f" % (1e3 * q / spe) if q else status.get((m, p, "torch"))), flush=True)
     finally:
         server.stdin.close()
         server.wait()
+    return write_table(args, gpu, models, precs, times, status, n_train)
 
+
+def table_from_logs(args, models, precs):
+    """--from-logs: times (seconds an epoch, as the runs measure them) from the logs' 'rep' lines, whose
+    ms/step are converted back with the steps an epoch of the sweep that wrote them (its header line)"""
+    import re
+    times, gpu, n_train = {}, None, 60000
+    for path in args.from_logs:
+        for line in open(path):
+            h = re.match(r"sweep: (.*?), data .* reps of (\d+) epochs \((\d+) warm-up\) of at most (\d+) steps", line)
+            if h:
+                gpu, args.epochs, args.warmup, args.steps = h.group(1), int(h.group(2)), int(h.group(3)), int(h.group(4))
+            r = re.match(r"rep \d+ (\S+)\s+(\S+)\s+ours (\S+)\s+pytorch (\S+) ms/step", line)
+            if r and r.group(1) in models and r.group(2) in precs:
+                spe = steps_per_epoch(args, MODELS[r.group(1)][2], n_train)[0]
+                for impl, v in (("ours", r.group(3)), ("torch", r.group(4))):
+                    try:
+                        times.setdefault((r.group(1), r.group(2), impl), []).append(float(v) * spe / 1e3)
+                    except ValueError:
+                        pass
+    return write_table(args, gpu or "unknown GPU", models, precs, times, {}, n_train)
+
+
+def write_table(args, gpu, models, precs, times, status, n_train):
+    peaks = dict(zip(("fp32", "tf32", "bf16"), bench.peaks_for(gpu)))
+    counts = sorted({len(v) for v in times.values()}) or [0]
+    reps = "%d" % counts[0] if len(counts) == 1 else "%d to %d" % (counts[0], counts[-1])
     rows, rules = [], []
     for m in models:
         sizes, act, batch = MODELS[m]
@@ -189,8 +220,8 @@ def main():
 
     fmt = lambda v, f: (f % v) if v is not None else "-"
     lines = ["# Sweep on %s: train_mlp_fast against PyTorch's whole step as a CUDA graph" % gpu, "",
-             "Median of %d alternated reps, each the median of epochs %d-%d of at most %d steps (`python3 dev/sweep.py`)."
-             % (args.reps, args.warmup + 1, args.epochs, args.steps), "",
+             "Median of %s alternated reps, each the median of epochs %d-%d of at most %d steps (`python3 dev/sweep.py`)."
+             % (reps, args.warmup + 1, args.epochs, args.steps), "",
              "| model | sizes | act | batch | prec | ours ms/step | PyTorch ms/step | ratio | PyTorch % peak | need | |",
              "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
