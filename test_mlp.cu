@@ -1683,8 +1683,8 @@ static void test_plan_precision(void) {
         const int got = plan_precision(cases[i].sizes, cases[i].L, cases[i].B, cases[i].ceiling, cases[i].ask,
                                        cases[i].ranks, why, sizeof(why));
         check(got == cases[i].want && (got != cases[i].ceiling) == (why[0] != 0),
-              "-x %d, %d..%d at batch %d, -f %d, %d rank%s (%s): runs -x %d (want %d)%s%s", cases[i].ceiling,
-              cases[i].sizes[0], cases[i].sizes[cases[i].L], cases[i].B, cases[i].ask, cases[i].ranks,
+              "-x %d, %d,%d..%d at batch %d, -f %d, %d rank%s (%s): runs -x %d (want %d)%s%s", cases[i].ceiling,
+              cases[i].sizes[0], cases[i].sizes[1], cases[i].sizes[cases[i].L], cases[i].B, cases[i].ask, cases[i].ranks,
               cases[i].ranks > 1 ? "s" : "", cases[i].what, got, cases[i].want, why[0] ? ": " : "", why);
     }
     // over the coverage's spread on every described GPU: never below the ceiling, a reason for every change

@@ -415,8 +415,8 @@ static void step_plan_make(StepPlan *p, const int *sizes, int L, int act, int B,
 // the precision a model runs in
 
 // -x is a ceiling on the rounding the user accepts, not an order: a model runs at a higher precision
-// (less rounding) where that is the faster step. Three rules, each from the sweep of models no
-// benchmark names (doc/fast.md, "the precision ceiling"):
+// (less rounding) where that is the faster step. Two rules, each from the sweep of models no
+// benchmark names (doc/fast.md, "-x is a ceiling"):
 //  - BF16 needs its copies (plan_bf16_fits: hidden widths multiples of 8) and forward products that
 //    take the BF16-copies kernels at this batch (their tiles fill the GPU: matmul_fast_bf16_plan) in
 //    at least half of the hidden layers. Otherwise most products read FP32 operands and round them as
