@@ -665,9 +665,9 @@ static void gpu_vs_cpu_tf32k(const int *sizes, int L, int act, int B, int last_b
     matmul_fast_tf32k_set_min_fill(fill);
 }
 
-// The big model (784,4096,4096,10, batch 1024): its products are the planner's tuned table's, which
-// on a GPU of the table's SM count run FP32 as 3xTF32 on the tensor cores, BF16 on larger tiles than
-// any smaller model reaches, and TF32 on the K-major kernel. 3 steps (each ~120 GFLOP on the CPU
+// The big model (784,4096,4096,10, batch 1024): its products take the large tiles, FP32 as 3xTF32 on
+// the tensor cores, BF16 on larger tiles than any smaller model reaches, and TF32 on the K-major
+// kernel. 3 steps (each ~120 GFLOP on the CPU
 // side), tanh (see "The wide model" above), under each precision's tolerances.
 static void gpu_vs_cpu_big(int prec) {
     const int sizes[] = {784, 4096, 4096, 10}, B = 1024, steps = 3;
@@ -687,9 +687,8 @@ static void gpu_vs_cpu_big(int prec) {
 
 // The candidates, smallest first (on 132 SMs: BF16 copies of the hidden layer's operands at any fill,
 // which main asks for; a forward product of 68 TF32 wgmma tiles of 64 x 128 over K = 256, too few
-// for the K-major kernel; a weight gradient of 72 3xTF32 tiles of 128 x 128 over K = 256, the large
-// products' rule, its forward product too small for it, so the batch is not taken as pixel bytes; the
-// same with 128 tiles, for GPUs of up to 256 SMs)
+// for the K-major kernel; FP32 models whose products run as 3xTF32 on FP32 values (the layers past
+// the first; the first takes the batch as pixel bytes), the second for GPUs of up to 256 SMs)
 static const int FAMILY_BF16[] = {784, 64, 40}, FAMILY_TF32[] = {256, 2112, 10}, FAMILY_FP32[] = {768, 1536, 10},
                  FAMILY_FP32_WIDE[] = {1024, 2048, 10};
 static const struct { const int *sizes; int L, prec, B, last_bs; } family_cases[] = {
@@ -964,8 +963,8 @@ static void test_softmax_extremes(void) {
 // the fast matmul kernels one by one: every tile configuration of this build, for every product and
 // precision it is built for, against the CPU
 //
-// The trainer's planner picks a configuration per shape, and some (the tuned table's) only on the
-// big model's shapes, which the step-by-step cases above do not reach. So each configuration runs
+// The trainer's planner picks a configuration per shape, and some (the large tiles) only on large
+// shapes, which the step-by-step cases above do not reach. So each configuration runs
 // here on two shapes of its own: one that allows 16-byte accesses (M, N, K multiples of 4) and one
 // that does not (odd sizes: the element-by-element paths and the tile edges), with K unsplit and
 // split in two. The reference is the product of the operands the kernel is meant to multiply, in
@@ -1097,13 +1096,13 @@ static void test_matmul_configs(void) {
     cudaCheck(cudaFree(scratch));
 }
 
-// The planner's large products (kernels/fast/matmul/planner.cuh mf_large): products larger than its tuned
-// table's take the big model's large tiles, which the configurations above run on small shapes only.
-// For each product and precision with such a tile in this build: on a shape past the table, with
-// tiles of up to 128 x 256 enough for half a wave (1024 x N x 512, N = 256 per 16 SMs: 2304 on 132
-// SMs), the plan must be that tile, K unsplit; below half a wave (128 x 128 x 512) or with K shorter
-// than MF_LARGE_MIN_K (1024 x N x 64) it must not be (the cost model never picks these tiles: their
-// EFF is 0); and the large shape run through the plan must match the CPU on 512 outputs drawn at
+// The planner's large-product rule (kernels/fast/matmul/planner.cuh mf_large: BF16's; FP32 and TF32
+// leave every tile to the cost model) gives large products the big model's large tile, which the
+// configurations above run on small shapes only. For each product and precision with such a tile in
+// this build: on a shape with tiles of up to 128 x 256 enough for half a wave (1024 x N x 512, N =
+// 256 per 16 SMs: 2304 on 132 SMs), the plan must be that tile, K unsplit; below half a wave
+// (128 x 128 x 512) or with K shorter than MF_LARGE_MIN_K (1024 x N x 64) the rule does not apply and
+// the cost model takes a smaller tile there; and the large shape run through the plan must match the CPU on 512 outputs drawn at
 // random (rel norm over them, MM_CFG_BOUND as above: the same kernels, K = 512; the TF32 kernels sit
 // closest to the bound, their tensor cores' FP32 sums being a little coarser than the others').
 static void test_matmul_large(void) {

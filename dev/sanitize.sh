@@ -3,7 +3,7 @@
 # racecheck (shared-memory races), initcheck (reads of memory nothing wrote) and synccheck (barriers
 # misused), each on `./test_mlp -Q` (every kernel and path once, on small and odd shapes) and on a
 # short run of each GPU trainer (the readable one; the fast one on its three paths, FP32, TF32 and BF16,
-# and the big model, whose FP32 products are the tuned table's 3xTF32 kernels, in TF32, whose products
+# and the big model, whose FP32 products run as 3xTF32 on the large tiles, in TF32, whose products
 # run on the K-major TF32 copies, and in BF16, whose products run on the operands' BF16 copies (both
 # kernels/fast/matmul/wgmma_kmajor.cuh); the fused steps of -f 2
 # in runs of 3, 3 and 1 steps: one hidden layer in FP32, the wide model in TF32, and -f 3 on an odd

@@ -29,7 +29,7 @@ through strides; 9-11 are the shipped launchers.
      scratch), as in the trainer (matmul_splitk_fixup.cu has the other way: a workspace in global memory)
   10: kernels/fast/ in TF32 (opt-in): mma.sync.m16n8k8 tensor cores, inputs rounded cvt.rna
      (mma_tf32.cuh); its configurations 11-14 are the wgmma kernel (wgmma_tf32.cuh; sm_90a: this
-     Makefile builds GPU_ARCH=90 as sm_90a), which only the sweep, `one` and the tuned table run
+     Makefile builds GPU_ARCH=90 as sm_90a), which only the sweep, `one` and the fastest-per-shape list run
   11: the same kernels on inputs that are TF32 values already (MF_TF32_EXACT), as the trainer's -x 1
      stores its forward products' operands: no rounding on the way in (the tensor cores take such
      values exactly); for all three products
@@ -964,7 +964,7 @@ static int sweep_selects(int i, int which) {
 }
 
 static int sweep(const char* csv_file, int which, const int* precs, int nprec) {
-    const int wide_only = which != SWEEP_ALL;   // (a chosen set: cuBLAS beside it, and the tuned table)
+    const int wide_only = which != SWEEP_ALL;   // (a chosen set: cuBLAS beside it, and the fastest plan of each shape)
     printf("\nsweep: every tile configuration (c) and K split (s) of version%s (ms per call, median; pick = the"
            " heuristic's, %% of the best)\n",
            nprec == 3 ? "s 9, 10 and 11" : nprec == 2 ? "s 10 and 11" : precs[0] == MF_BF16 ? " 15" : " 9");
@@ -996,7 +996,7 @@ static int sweep(const char* csv_file, int which, const int* precs, int nprec) {
            failed, skipped);
     FILE* csv = fopenCheck(csv_file, "w");
     fprintf(csv, "prod,B,IN,OUT,M,N,K,tf32,cfg,splits,ms,pick\n");
-    int tuned[NPROB][4][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, for the tuned table
+    int tuned[NPROB][4][2];   // fastest (cfg, splits) per shape and launcher tf32 argument, listed at the end
     memset(tuned, 0, sizeof(tuned));
     for (int i = 0; i < NPROB; i++) {
         if (!sweep_selects(i, which)) continue;
@@ -1058,7 +1058,7 @@ static int sweep(const char* csv_file, int which, const int* precs, int nprec) {
         printf("%sconfigs %s:", tf32 ? "\n" : "", tf32 ? "TF32" : "FP32");
         for (int c = 0; c < ncfg; c++) printf(" c%d %s %dthr;", cfgs[c].id, cfgs[c].name, cfgs[c].threads);
     }
-    printf("\ntuned table from this sweep (kernels/fast/matmul/planner.cuh mf_tuned: product, M, N, K, tf32, cfg, splits):\n");
+    printf("\nthe fastest plan of each shape in this sweep (what the trainer's -A 1 would cache: product, M, N, K, tf32, cfg, splits):\n");
     for (int pi = nprec - 1; pi >= 0; pi--)
         for (int i = 0; i < NPROB; i++) {
             const int tf32 = precs[pi];

@@ -27,7 +27,7 @@ trainer's lists now hold them for those.
     X(11, 128, 128, 8, 8, 8, 4, 0.0f, 0.0f, 1, 0)
 
 // X(ID, BM, BN, BK, WM, WN, ST, EFF, FILL, OCC, BUILT)
-// (6: the tuned table's pick for dinp 1024 -> 1024 on TF32 values, version 11's. 10: the big model's
+// (6: the fastest for dinp 1024 -> 1024 on TF32 values in version 11's sweep. 10: the big model's
 // TF32 and BF16 dweight pick before 19. 15-18, with the trainer's 19: larger tiles and K steps for
 // the big model's shapes, where BF16's m16n8k16 takes a whole BK 16 step in one instruction per
 // fragment: 128 x 128 with BK 32 and 4 stages, 128 x 256 and 256 x 128 with 64 x 64 per warp, and
