@@ -18,11 +18,10 @@ and MF_WGMMA_CONFIGS (wgmma, kernels/fast/matmul/wgmma_tf32.cuh):
                    trainer passes (kernels/fast/matmul/matmul_fast.h).
 
 These lists hold what the trainer's planner can pick, each row built for the products and precisions
-where it can be fastest. EFF, FILL and OCC of the trainer's rows are fitted to every plan of every
-product of a spread of models, timed on an H200 (dev/results/plan_times_h200.csv, from
-`dev/bin/tune_check --times`; `python3 dev/cuda/fit_plan.py --times` fits them): a ranking, so the
-numbers need not look physical. dev/cuda adds the
-configurations only its sweeps run through the MF_EXTRA_*_CONFIGS hooks below, and builds every
+where it can be fastest. EFF, FILL and OCC of the trainer's rows are fitted to the GPU's timings of
+every plan of every product of a spread of models (`dev/bin/tune_check --times` times them, `python3
+dev/cuda/fit_plan.py --times` fits them; doc/fast.md has the data): a ranking, so the numbers need not
+look physical. dev/cuda adds the configurations only its sweeps run through the MF_EXTRA_*_CONFIGS hooks below, and builds every
 configuration for every product and precision (MF_BUILD_ALL), from the same sources
 (dev/cuda/matmul_sweep_configs.h).
 */
