@@ -6,7 +6,7 @@ and precision. dev/cuda's Makefile compiles the .cu files of kernels/fast/matmul
 
 The IDs continue the lists' (FP32 0-4, 8, 3xTF32 20-22, 24, 28 and TF32 0-4, 7, 9, 11, 13, 19 are
 the trainer's), so a sweep's CSV names every configuration the same way in every build. Same columns as
-there; EFF 0: the cost model never picks them (to try one in the model, give it EFF, FILL, OCC from dev/cuda/fit_plan.py).
+there; EFF 0: the cost model never picks them (to try one in the model, time it with dev/bin/tune_check --times and fit it with dev/cuda/fit_plan.py --times).
 The 128x128 tiles with 256 threads (8 warps, one block per SM) were tried for the batch-256 shapes:
 too few warps per SM to hide the latency; 128x64 and 64x128 came out level with the smaller tiles.
 On the big model's shapes (batch 1024, 4096 wide) they are the fastest, and the

@@ -94,8 +94,8 @@ static int mf_has_clusters(void) { return matmul_fast_target()->clusters; }
 // Cost of a (tile, split) choice: blocks run in waves of occ per SM; each block walks its K slice in
 // BK steps plus a fixed cost of `fill` steps (pipeline fill, epilogue, the cluster reduction), at a
 // relative speed eff. A model, not a simulation: its numbers are whatever ranks the measured
-// configurations best (eff and fill trade off against each other), so refit them with the sweep on
-// another GPU (dev/cuda/fit_plan.py). The cheapest choice wins.
+// configurations best (eff and fill trade off against each other), so refit them on another GPU
+// (dev/bin/tune_check --times, dev/cuda/fit_plan.py --times). The cheapest choice wins.
 static float mf_cost(const MatmulFastCfg *c, int M, int N, int K, int splits) {
     const long tiles = (long)mf_ceil_div(M, c->bm) * mf_ceil_div(N, c->bn);
     const long slots = (long)mf_num_sms() * c->occ;

@@ -202,11 +202,10 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     // (The main stream carries the critical path; a higher priority for it than these two gains nothing.)
     cudaCheck(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
     cudaCheck(cudaStreamCreateWithFlags(&m->bias_stream, cudaStreamNonBlocking));
-    for (int l = 0; l < L; l++) {
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_dout[l], cudaEventDisableTiming));
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_dinp[l], cudaEventDisableTiming));
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_dout_t[l], cudaEventDisableTiming));
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_act[l], cudaEventDisableTiming));
+    for (int l = 0; l < L; l++) {   // (ev_dw, ev_db: the ranks' sums; a rank of one, -g 1, has them too)
+        cudaEvent_t *evs[] = {&m->ev_dout[l], &m->ev_dinp[l], &m->ev_dout_t[l], &m->ev_act[l], &m->ev_dw[l], &m->ev_db[l]};
+        for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+            cudaCheck(cudaEventCreateWithFlags(evs[i], cudaEventDisableTiming));
     }
     cudaCheck(cudaEventCreateWithFlags(&m->ev_x_t, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_side_done, cudaEventDisableTiming));
@@ -214,10 +213,6 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     cudaCheck(cudaEventCreateWithFlags(&m->ev_step, cudaEventDisableTiming));
     // (a rank of one, -g 1, sums its log lines' losses over the ranks on it too)
     cudaCheck(cudaStreamCreateWithFlags(&m->comm, cudaStreamNonBlocking));
-    for (int l = 0; l < L; l++) {
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_dw[l], cudaEventDisableTiming));
-        cudaCheck(cudaEventCreateWithFlags(&m->ev_db[l], cudaEventDisableTiming));
-    }
     cudaCheck(cudaEventCreateWithFlags(&m->ev_comm_done, cudaEventDisableTiming));
 }
 
@@ -251,10 +246,8 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->step));
     cudaCheck(cudaFree(m->step_losses));
     for (int l = 0; l < m->L; l++) {
-        cudaCheck(cudaEventDestroy(m->ev_dout[l]));
-        cudaCheck(cudaEventDestroy(m->ev_dinp[l]));
-        cudaCheck(cudaEventDestroy(m->ev_dout_t[l]));
-        cudaCheck(cudaEventDestroy(m->ev_act[l]));
+        cudaEvent_t evs[] = {m->ev_dout[l], m->ev_dinp[l], m->ev_dout_t[l], m->ev_act[l], m->ev_dw[l], m->ev_db[l]};
+        for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) cudaCheck(cudaEventDestroy(evs[i]));
     }
     cudaCheck(cudaEventDestroy(m->ev_x_t));
     cudaCheck(cudaEventDestroy(m->ev_side_done));
@@ -262,10 +255,6 @@ static void model_free(Model *m) {
     cudaCheck(cudaEventDestroy(m->ev_step));
     cudaCheck(cudaStreamDestroy(m->side));
     cudaCheck(cudaStreamDestroy(m->bias_stream));
-    for (int l = 0; l < m->L; l++) {
-        cudaCheck(cudaEventDestroy(m->ev_dw[l]));
-        cudaCheck(cudaEventDestroy(m->ev_db[l]));
-    }
     cudaCheck(cudaEventDestroy(m->ev_comm_done));
     cudaCheck(cudaStreamDestroy(m->comm));
 }
