@@ -1478,22 +1478,28 @@ static const struct { const char *name; MfTarget t; } plan_gpus[] = {
 
 // Whether plan p is consistent: each product's shape is its layer's at the batch planned; what it
 // names can run on the GPU planned for (a tile configuration and K split the library accepts there,
-// copies the model keeps, a split through scratch that fits it); several ranks take no SGD step in
-// an epilogue, no K-major copies and no pixel bytes; the batch is gathered as pixel bytes only where
+// copies the model keeps, a split through scratch that fits it); several ranks take every SGD step
+// after the sum of the gradients (none in an epilogue; their K-major layers store dW) and no pixel
+// bytes, and one rank none after a sum; the batch is gathered as pixel bytes only where
 // both of the first layer's products take them; the first layer has no dinp, the others have one
 // but under the fused head. The first thing wrong, in words, into why.
 static int plan_consistent(const StepPlan *p, char *why, size_t n) {
     for (int i = 0; i < p->nbatch; i++) {
         const BatchPlan *bp = &p->batch[i];
         const int bs = bp->bs;
-        if (p->ranks > 1 && (bp->gather == GATHER_PIXELS || bp->kmajor0))
-            return snprintf(why, n, "batch %d: several ranks with pixel bytes or a K-major first layer", bs), 0;
+        if (p->ranks > 1 && bp->gather == GATHER_PIXELS)
+            return snprintf(why, n, "batch %d: several ranks with pixel bytes", bs), 0;
+        if (bp->kmajor0 && !p->kmajor[0])
+            return snprintf(why, n, "batch %d: a K-major first layer without its copies", bs), 0;
         for (int l = 0; l < p->L; l++) {
             const LayerPlan *lp = &bp->layer[l];
             const int IN = p->sizes[l], OUT = p->sizes[l + 1];
             const int shape[3][3] = {{bs, OUT, IN}, {bs, IN, OUT}, {OUT, IN, bs}};
-            if (p->ranks > 1 && (lp->sgd == SGD_IN_DW || lp->kmajor))
-                return snprintf(why, n, "batch %d layer %d: several ranks with an SGD epilogue or K-major copies", bs, l), 0;
+            if (bp->train && (p->ranks > 1) != (lp->sgd == SGD_AFTER_SUM))
+                return snprintf(why, n, "batch %d layer %d: %d rank%s, SGD step %s", bs, l, p->ranks,
+                                p->ranks > 1 ? "s" : "", p->ranks > 1 ? "not after the sum" : "after a sum"), 0;
+            if ((lp->p[MF_DWEIGHT].epi == EPI_SGD) != (bp->train && lp->sgd == SGD_IN_DW))
+                return snprintf(why, n, "batch %d layer %d: dW's epilogue and the SGD step disagree", bs, l), 0;
             if (lp->kmajor && !p->kmajor[l]) return snprintf(why, n, "batch %d layer %d: K-major without copies", bs, l), 0;
             if (bp->train && (l == 0) == (lp->p[MF_DINP].used != 0) && !(l == p->L - 1 && p->head_fused))
                 return snprintf(why, n, "batch %d layer %d: dinp %s", bs, l, l == 0 ? "planned" : "missing"), 0;
@@ -1555,7 +1561,7 @@ static unsigned plan_families(const MfTarget *t, char first[FAM_COUNT][96], int 
         for (size_t bi = 0; bi < sizeof(batches) / sizeof(batches[0]); bi++)
             for (int prec = 0; prec < 3; prec++)
                 for (int ask = PLAN_ASK_GRAPHS; ask <= PLAN_ASK_FUSED_ANY; ask++)
-                    for (int ranks = 1; ranks <= 2; ranks++) {
+                    for (int ranks = 1; ranks <= 4; ranks *= 2) {
                         if (ranks > 1 && ask != PLAN_ASK_GRAPHS) continue;
                         static StepPlan p;   // (large: not on the stack)
                         const int B = batches[bi];
@@ -1579,6 +1585,60 @@ static unsigned plan_families(const MfTarget *t, char first[FAM_COUNT][96], int 
                     }
     matmul_fast_set_target(NULL);
     return seen;
+}
+
+// -P's text of plan p at bs and last_bs rows (plan_print), in a string to free
+static char *plan_text(StepPlan *p, int bs, int last_bs) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) die("", "open_memstream: %s", strerror(errno));
+    plan_print(f, p, bs, last_bs);
+    fclose(f);
+    return text;
+}
+
+// Several ranks in TF32 on an H100/H200: the big model at a global batch of 8192 (4096 rows a rank)
+// keeps the K-major layers one GPU has (layer 1's dinp and dW, layer 0's dW), each dW storing the
+// gradient (no SGD epilogue: the step follows the sum over the ranks), and the consistency check
+// refuses the same plan with the SGD step put back into a K-major dW's epilogue
+static void test_plan_ranks_kmajor(void) {
+    static StepPlan q;
+    matmul_fast_set_target(&plan_gpus[0].t);
+    const int big[] = {784, 4096, 4096, 10};
+    char why[200] = "";
+    for (int ranks = 2; ranks <= 4; ranks *= 2) {
+        step_plan_make(&q, big, 3, ACT_RELU, 8192, PREC_TF32, PLAN_ASK_GRAPHS, ranks);
+        BatchPlan *bp = (BatchPlan *)plan_batch(&q, 8192 / ranks, 1);
+        const LayerPlan *l0 = &bp->layer[0], *l1 = &bp->layer[1];
+        const int kmajor = q.kmajor[0] && q.kmajor[1] && bp->kmajor0 && l1->kmajor &&
+                           l1->p[MF_DINP].family == FAM_TF32_KMAJOR && l1->p[MF_DWEIGHT].family == FAM_TF32_KMAJOR &&
+                           l0->p[MF_DWEIGHT].family == FAM_TF32_KMAJOR;
+        const int after_sum = l0->sgd == SGD_AFTER_SUM && l1->sgd == SGD_AFTER_SUM &&
+                              l0->p[MF_DWEIGHT].epi == EPI_NONE && l1->p[MF_DWEIGHT].epi == EPI_NONE;
+        const int fine = plan_consistent(&q, why, sizeof(why));
+        check(kmajor && after_sum && fine, "%d ranks, 784..10 in TF32 at global batch 8192 on an H100/H200: layer 1's "
+              "dinp and dW and layer 0's dW on %s (%d), each dW storing its gradient for the SGD step after the sum "
+              "(%d), consistent (%d%s%s)", ranks, FAM_NAMES[FAM_TF32_KMAJOR], kmajor, after_sum, fine,
+              fine ? "" : ": ", fine ? "" : why);
+    }
+    // (q: 4 ranks) an SGD epilogue put back on a K-major dW under ranks is caught, with or without the step's flag
+    BatchPlan *bp = &q.batch[0];
+    bp->layer[1].p[MF_DWEIGHT].epi = EPI_SGD;
+    const int epi = plan_consistent(&q, why, sizeof(why));
+    bp->layer[1].sgd = SGD_IN_DW;
+    const int both = plan_consistent(&q, why, sizeof(why));
+    check(!epi && !both, "the consistency check: under ranks, a K-major dW with the SGD step in its epilogue is caught "
+          "(%d %d)", !epi, !both);
+    // -P's text for two ranks: the K-major products, and the SGD steps after the sum
+    step_plan_make(&q, big, 3, ACT_RELU, 8192, PREC_TF32, PLAN_ASK_GRAPHS, 2);
+    char *text = plan_text(&q, 4096, 4096);
+    const char *km = strstr(text, FAM_NAMES[FAM_TF32_KMAJOR]);
+    check(km && strstr(text, "after the sum over the ranks, K-major copies") && !strstr(text, "in dW's epilogue"),
+          "-P's text for the big model in TF32 on 2 ranks names the K-major products and no SGD epilogue");
+    if (verbose) fputs(text, stdout);
+    free(text);
+    matmul_fast_set_target(NULL);
 }
 
 // Every kernel family of the planner's enum is chosen by some plan for some GPU, and the plans are
@@ -1639,18 +1699,15 @@ static void test_plan_coverage(void) {
               !pixels, !cfg);
         matmul_fast_set_target(NULL);
     }
+    test_plan_ranks_kmajor();
     // a plan's text: one line per product, with its family's name
     static StepPlan p;
     matmul_fast_set_target(&plan_gpus[0].t);
     const int big[] = {784, 4096, 4096, 10};
     step_plan_make(&p, big, 3, ACT_RELU, 1024, PREC_TF32, PLAN_ASK_FUSED, 1);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    plan_print(f, &p, 1024, 1024);
-    fclose(f);
+    char *text = plan_text(&p, 1024, 1024);
     int lines = 0;
-    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    for (const char *c = text; *c; c++) lines += *c == '\n';
     check(strstr(text, FAM_NAMES[FAM_TF32_KMAJOR]) && strstr(text, FAM_NAMES[FAM_HEAD]) && lines >= 10,
           "-P's text for the big model in TF32 on an H100: %d lines, its K-major and head products named", lines);
     if (verbose) fputs(text, stdout);

@@ -37,7 +37,8 @@ dataset written here and reads back its CSV logs and checkpoints; CUDA only coun
      checkpoint and exits 130, and a diverging run (-l 1000) exits 1 with a line naming the step,
      neither hanging (every run here is under `timeout`).
   6. (N GPUs) -g N at per-GPU batches that take the large tiles (784-4096-4096-10 at global batches
-     2048 and 4096, every precision): both steps against -g 1 (test_large says why and how close).
+     2048, 3072 and 4096, every precision): every step against -g 1, and in TF32 on the K-major
+     wgmma kernel the final weights too (test_large says why and how close).
   7. (N GPUs) the models of 4 started by torchrun (torchrun --no-python --nproc-per-node N, or
      python3 -m torch.distributed.run where only PyTorch's module is there) against their -g N run:
      every step's loss, the evaluation, the final weights and momentum, bitwise. Without torchrun
@@ -331,51 +332,104 @@ static void compare_runs(const Case *m, const char *got, const char *want, int b
 // ----------------------------------------------------------------------------
 // 6. per-GPU batches that take the large products' kernels
 
-// The big model's shape at global batches of 2048 and 4096: on two GPUs each GPU's share of 1024 or
-// 2048 rows takes the large tiles (more than 48 KB of shared memory a block) in every precision, and
-// on four the shares of 512 and 1024 rows take what the planner picks for those. The kernels'
-// function attributes belong to each device, so each rank must set its own: a run on several GPUs
-// launches them on the others too. Each is compared with -g 1 at the same global batch, two steps
-// (the same tolerances as above, 10x looser for TF32 and BF16: the products' operands are rounded,
-// and a K split planned for one batch may differ from the other's).
-typedef struct { const char *flags; int tf32; } LargeCase;
+// The big model's shape at global batches of 2048, 3072 and 4096: on two GPUs each GPU's share of
+// 1024 or 2048 rows takes the large tiles (more than 48 KB of shared memory a block) in every
+// precision, and on four the shares of 512 and 1024 rows take what the planner picks for those. The
+// kernels' function attributes belong to each device, so each rank must set its own: a run on several
+// GPUs launches them on the others too. Each is compared with -g 1 at the same global batch, every
+// step (the same tolerances as above, 10x looser for TF32 and BF16: the products' operands are
+// rounded, and a K split planned for one batch may differ from the other's).
+// The K-major TF32 cases (kmajor): where one GPU's plan puts a product on the K-major wgmma kernel,
+// the ranks' plan must too (-P 1's text, a dW line on it), and the final weights and momentum are
+// compared as well (the tolerances of TF32 above), which a stale or missing transposed copy of the
+// weights (written after the sum over the ranks, read by the next step's dinp) would break. At -b
+// 4096, four steps, each on the kernel on 2 and 4 GPUs (2048 and 1024 rows a GPU): each step's dinp
+// reads the copy the step before wrote. At -b 3072 on 4096 images, two epochs of a full step (1536
+// or 768 rows a GPU: the kernel) and a short one of 1024 rows (512 or 256 a GPU: mma.sync, after
+// which the SGD kernel writes the transposed copy the next full step reads).
+typedef struct { const char *flags; int tf32, steps, kmajor; } LargeCase;
 static const LargeCase LARGE[] = {
-    {"-x 0 -b 4096", 0}, {"-x 1 -b 2048", 1}, {"-x 1 -b 4096", 1}, {"-x 2 -b 2048", 1}, {"-x 2 -b 4096", 1},
+    {"-x 0 -b 4096 -n 2 -t 1", 0, 2, 0}, {"-x 1 -b 2048 -n 2 -t 1", 1, 2, 0}, {"-x 1 -b 4096 -n 4 -t 1", 1, 4, 1},
+    {"-x 1 -b 3072 -n 2", 1, 4, 1},      {"-x 2 -b 2048 -n 2 -t 1", 1, 2, 0}, {"-x 2 -b 4096 -n 2 -t 1", 1, 2, 0},
 };
 #define NUM_LARGE ((int)(sizeof(LARGE) / sizeof(LARGE[0])))
-static int large_ref_rc[NUM_LARGE] = {-1, -1, -1, -1, -1};  // the -g 1 runs' exits (-1: not run yet): run once
+static int large_ref_rc[NUM_LARGE] = {-1, -1, -1, -1, -1, -1};  // the -g 1 runs' exits (-1: not run yet): run once
+static int large_ref_kmajor[NUM_LARGE];   // and how many dW lines of their plans are on the K-major kernel
+
+// the lines of -P's text (a trainer's output) with a weight gradient on the K-major TF32 kernel
+static int kmajor_dw_lines(const char *text) {
+    int n = 0;
+    for (const char *p = text; *p;) {
+        const size_t len = strcspn(p, "\n");
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
+        n += strstr(line, " dW ") && strstr(line, "TF32 K-major wgmma");
+        p += len + (p[len] == '\n');
+    }
+    return n;
+}
+
+// the final weights and momentum of the checkpoints at paths got and want, within TF32's tolerances
+static void compare_large_ckpt(const char *flags, int gpus, const char *got, const char *want) {
+    Checkpoint ca, cb;
+    char err[2048];
+    if (!check(checkpoint_read(got, &ca, err, sizeof(err)) == 0, "%s: -g %d's checkpoint reads back", flags, gpus))
+        return;
+    if (check(checkpoint_read(want, &cb, err, sizeof(err)) == 0, "%s: -g 1's checkpoint reads back", flags)) {
+        if (check(ca.meta.num_params == cb.meta.num_params && ca.meta.steps_total == cb.meta.steps_total,
+                  "%s: the checkpoints hold the same model after the same steps", flags)) {
+            const size_t n = ca.meta.num_params;
+            const double dw = rel_norm(ca.params, cb.params, n), dm = rel_norm(ca.mbuf, cb.mbuf, n);
+            check(dw <= 1e-3 && dm <= 1e-2, "%s: -g %d's final weights within 1e-3 (%.2e) and momentum within 1e-2 "
+                  "(%.2e) of -g 1's, in relative norm", flags, gpus, dw, dm);
+        }
+        checkpoint_free(&cb);
+    }
+    checkpoint_free(&ca);
+}
 
 static void test_large(int gpus) {
     char name[200];
-    snprintf(name, sizeof(name), "-g %d at global batches 2048 and 4096 of 784-4096-4096-10 (%d and %d rows a GPU), "
-             "against -g 1", gpus, 2048 / gpus, 4096 / gpus);
+    snprintf(name, sizeof(name), "-g %d at global batches 2048, 3072 and 4096 of 784-4096-4096-10 (%d, %d and %d "
+             "rows a GPU), against -g 1", gpus, 2048 / gpus, 3072 / gpus, 4096 / gpus);
     section(name);
     for (int i = 0; i < NUM_LARGE; i++) {
         const LargeCase *c = &LARGE[i];
         CsvRun r[2];
-        int rc[2], ok = 1;
-        char msg[512];
+        int rc[2], ok = 1, kmajor = 0;
+        char msg[512], ckpt[2][600];
         for (int g = 0; g < 2; g++) {
-            char path[600];
+            char path[600], extra[700] = "";
             snprintf(path, sizeof(path), "%s/large%d_g%d.csv", tmpdir, i, g ? gpus : 1);
+            snprintf(ckpt[g], sizeof(ckpt[g]), "%s/large%d_g%d.ckpt", tmpdir, i, g ? gpus : 1);
+            if (c->kmajor) snprintf(extra, sizeof(extra), "-P 1 -c %s", ckpt[g]);
             if (g == 0 && large_ref_rc[i] >= 0) {
                 rc[g] = large_ref_rc[i];
             } else {
-                rc[g] = run(out, OUT_LEN, "-d %s -m 784,4096,4096,10 -a relu -l 0.05 -k 0.9 -n 2 -t 1 -v 1 -s 3 %s -g %d -o %s",
-                            data784, c->flags, g ? gpus : 1, path);
+                rc[g] = run(out, OUT_LEN, "-d %s -m 784,4096,4096,10 -a relu -l 0.05 -k 0.9 -v 1 -s 3 %s -g %d -o %s "
+                            "%s", data784, c->flags, g ? gpus : 1, path, extra);
                 if (rc[g] != 0)
                     printf("    (%s -g %d: exit %d: %s)\n", c->flags, g ? gpus : 1, rc[g], first_line(out, msg, sizeof(msg)));
-                if (g == 0) large_ref_rc[i] = rc[g];
+                if (g == 0) large_ref_rc[i] = rc[g], large_ref_kmajor[i] = kmajor_dw_lines(out);
+                else kmajor = kmajor_dw_lines(out);
             }
             ok &= rc[g] == 0 && read_csv(path, &r[g]) == 0;
         }
-        if (!check(ok && r[0].n == 2 && r[1].n == 2, "%s: -g 1 and -g %d both run their 2 steps (exits %d and %d)",
-                   c->flags, gpus, rc[0], rc[1]))
+        if (!check(ok && r[0].n == c->steps && r[1].n == c->steps, "%s: -g 1 and -g %d both run their %d steps (exits "
+                   "%d and %d)", c->flags, gpus, c->steps, rc[0], rc[1]))
             continue;
         const double tl = c->tf32 ? 1e-3 : 1e-4;
         double worst = 0;
-        for (int s = 0; s < 2; s++) worst = fmax(worst, fabs(r[0].loss[s] - r[1].loss[s]));
-        check(worst <= tl, "%s: both steps' losses within %.0e (largest difference %.2e)", c->flags, tl, worst);
+        for (int s = 0; s < c->steps; s++) worst = fmax(worst, fabs(r[0].loss[s] - r[1].loss[s]));
+        check(worst <= tl, "%s: every step's loss within %.0e (largest difference %.2e)", c->flags, tl, worst);
+        if (!c->kmajor) continue;
+        if (large_ref_kmajor[i] == 0)
+            skip("%s: -g 1's plan puts no dW on the K-major kernel here (not an sm_90 GPU?)", c->flags);
+        else
+            check(kmajor > 0, "%s: -g %d's plan puts the weight gradients on the K-major kernel, as -g 1's does "
+                  "(%d and %d dW lines of -P)", c->flags, gpus, kmajor, large_ref_kmajor[i]);
+        compare_large_ckpt(c->flags, gpus, ckpt[1], ckpt[0]);
+        unlink(ckpt[1]);   // (160 MB each)
     }
 }
 
@@ -589,5 +643,10 @@ int main(int argc, char **argv) {
     test_resume(1);
 
     for (int n = 2; n <= 4; n *= 2) test_ranks(n, gpus);
+    for (int i = 0; i < NUM_LARGE; i++) {   // (the -g 1 references' checkpoints, 160 MB each)
+        char path[600];
+        snprintf(path, sizeof(path), "%s/large%d_g1.ckpt", tmpdir, i);
+        unlink(path);
+    }
     return test_exit();
 }

@@ -55,7 +55,8 @@ typedef struct {
     // See model_forward_layers.
     __nv_bfloat16 *params_bf16, *acts_bf16[MAX_LAYERS + 1], *dacts_bf16[MAX_LAYERS + 1];
     // -x 1, for each hidden layer l >= 1 whose products take the K-major TF32 kernel (model_tf32k),
-    // copies of what its dinp and dweight read that is not K-major: inp_t[l] its input transposed
+    // copies of what its dinp and dweight read that is not K-major (B rows: a rank's share on several
+    // ranks): inp_t[l] its input transposed
     // (IN, B); dout_r[l] and dout_t[l] its output's gradient, dacts[l + 1], rounded (B, OUT) and
     // rounded and transposed (OUT, B); and in params_tf32t (params' layout, W's slot holding (IN, OUT))
     // its weights rounded and transposed, twice: a step's dinp reads params_tf32t[tf32t_parity] while
@@ -151,6 +152,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
         m->params_tf32 = (float *)cudaMallocCheck(pbytes, "the TF32 copy of the weights");
         cudaCheck(cudaMemset(m->params_tf32, 0, pbytes));
     }
+    const int rows = (B + ranks - 1) / ranks;   // (the K-major copies of the activations hold a rank's share)
     for (int l = 1; l < L; l++)
         if (p->kmajor[l]) {
             for (int i = 0; i < 2; i++)
@@ -158,14 +160,15 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
                     m->params_tf32t[i] = (float *)cudaMallocCheck(pbytes, "the transposed TF32 copies of the weights");
                     cudaCheck(cudaMemset(m->params_tf32t[i], 0, pbytes));
                 }
-            const size_t in = (size_t)B * sizes[l] * sizeof(float), out = (size_t)B * sizes[l + 1] * sizeof(float);
+            const size_t in = (size_t)rows * sizes[l] * sizeof(float);
+            const size_t out = (size_t)rows * sizes[l + 1] * sizeof(float);
             m->inp_t[l] = (float *)cudaMallocCheck(in, "the transposed TF32 activations");
             m->dout_r[l] = (float *)cudaMallocCheck(out, "the TF32 activation gradients");
             m->dout_t[l] = (float *)cudaMallocCheck(out, "the transposed TF32 activation gradients");
         }
     if (p->kmajor[0]) {
-        m->inp_t[0] = (float *)cudaMallocCheck((size_t)B * sizes[0] * sizeof(float), "the transposed batch");
-        m->dout_t[0] = (float *)cudaMallocCheck((size_t)B * sizes[1] * sizeof(float),
+        m->inp_t[0] = (float *)cudaMallocCheck((size_t)rows * sizes[0] * sizeof(float), "the transposed batch");
+        m->dout_t[0] = (float *)cudaMallocCheck((size_t)rows * sizes[1] * sizeof(float),
                                                 "the transposed TF32 activation gradients");
     }
     if (p->bf16_copies) {

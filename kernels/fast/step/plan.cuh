@@ -265,9 +265,9 @@ static int plan_kmajor_fits(const StepPlan *p, int l, int bs) {
     return l >= 1 && plan_kmajor_fwd(p, l, bs) && matmul_fast_tf32k_fits(bs, IN, OUT) &&
            matmul_fast_tf32k_fits(OUT, IN, bs);
 }
-// Layer 0 has no dinp: its dW takes the kernel, with the SGD step in its epilogue, where its forward
-// product does and layer 1 takes it (whose dinp then also stores its output rounded and transposed,
-// dW's operand; the forward pass transposes the batch).
+// Layer 0 has no dinp: its dW takes the kernel (on one rank with the SGD step in its epilogue) where
+// its forward product does and layer 1 takes it (whose dinp then also stores its output rounded and
+// transposed, dW's operand; the forward pass transposes the batch).
 static int plan_kmajor0_fits(const StepPlan *p, int bs) {
     return p->L >= 3 && plan_kmajor_fits(p, 1, bs) && plan_kmajor_fwd(p, 0, bs) &&
            matmul_fast_tf32k_fits(p->sizes[1], p->sizes[0], bs);
@@ -316,15 +316,13 @@ static void plan_batch_make(const StepPlan *p, int bs, int train, BatchPlan *bp)
         // backward
         ProductPlan *di = &lp->p[MF_DINP], *dw = &lp->p[MF_DWEIGHT];
         lp->kmajor = l >= 1 && p->kmajor[l] && plan_kmajor_fits(p, l, bs);
-        if (lp->kmajor) {
+        if (lp->kmajor || (l == 0 && bp->kmajor0)) {
+            // one rank: W's step (and its transposed copy) in dW's epilogue; several: dW stores the
+            // gradient, which is summed over the ranks before the SGD kernel
             *dw = plan_kmajor(MF_DWEIGHT, OUT, IN, bs);
-            *di = plan_kmajor(MF_DINP, bs, IN, OUT);
-            dw->epi = EPI_SGD;
-            lp->sgd = SGD_IN_DW;
-        } else if (l == 0 && bp->kmajor0) {
-            *dw = plan_kmajor(MF_DWEIGHT, OUT, IN, bs);
-            dw->epi = EPI_SGD;
-            lp->sgd = SGD_IN_DW;
+            if (lp->kmajor) *di = plan_kmajor(MF_DINP, bs, IN, OUT);
+            lp->sgd = one ? SGD_IN_DW : SGD_AFTER_SUM;
+            dw->epi = one ? EPI_SGD : EPI_NONE;
         } else {
             const int dwp = l == 0 && pixels ? MF_FP32_PIXELS : mm;
             *dw = plan_product(MF_DWEIGHT, OUT, IN, bs, dwp, p->have_scratch, p->bf16_copies && hidden);
@@ -380,8 +378,9 @@ static FusedPlan plan_fused(const int *sizes, int L, int B, int prec, int any) {
 
 // The plan of a model (sizes[0..L], act) trained at batch B in precision prec on `ranks` ranks, for
 // the GPU of matmul_fast_target(). path: what -f asks (PLAN_ASK_*). Several ranks sum their gradients before each
-// SGD step, so no step rides on an epilogue there, and the copies that a step's epilogue keeps
-// current (-x 1's K-major ones) are left out.
+// SGD step, so no step rides on an epilogue there: -x 1's K-major layers store their gradients, and
+// the SGD kernel after the sum also writes W's transposed copy (kernels/fast/step/step.cuh). Each
+// rank runs B / ranks rows, at which the K-major products must fit.
 static void step_plan_make(StepPlan *p, const int *sizes, int L, int act, int B, int prec, int path, int ranks) {
     memset(p, 0, sizeof(*p));
     p->L = L, p->act = act, p->B = B, p->prec = prec, p->ranks = ranks;
@@ -399,9 +398,10 @@ static void step_plan_make(StepPlan *p, const int *sizes, int L, int act, int B,
     }
     // (the fused steps read and step the FP32 weights only: no copies)
     p->bf16_copies = prec == PREC_BF16 && p->run != RUN_FUSED && plan_bf16_fits(sizes, L);
-    if (prec == PREC_TF32 && p->run != RUN_FUSED && ranks == 1) {
-        for (int l = 1; l < L; l++) p->kmajor[l] = plan_kmajor_fits(p, l, B);
-        p->kmajor[0] = plan_kmajor0_fits(p, B);
+    if (prec == PREC_TF32 && p->run != RUN_FUSED) {
+        const int rows = B / ranks;   // (a rank's share: B is a multiple of the ranks)
+        for (int l = 1; l < L; l++) p->kmajor[l] = plan_kmajor_fits(p, l, rows);
+        p->kmajor[0] = plan_kmajor0_fits(p, rows);
     }
     p->have_scratch = !p->gpu.clusters;
     if (p->have_scratch)

@@ -148,6 +148,26 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
     }
 }
 
+// Several ranks: layer l's W and b gradients summed over the ranks in place (m->sum_grads), on the
+// communication stream, once dW (ev_dw[l]) and db (ev_db[l]) are written; then their SGD step, which
+// writes W, b, their momentum and W's TF32 copy, after dinp has read W (ev_dinp[l]; not for a layer
+// whose dinp reads the transposed copy, wait_dinp 0); and for a layer that keeps the K-major copies
+// (inp_t[l], l >= 1) W rounded and transposed into params_tf32t[1 - par], the copy this step's dinp
+// does not read, which the next step's reads. (model_backward_update's end joins this stream into
+// the main one, so the next step's forward pass and dinp see the new weights.)
+static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, float momentum, float weight_decay) {
+    const int IN = m->sizes[l], OUT = m->sizes[l + 1];
+    const size_t w = m->w_off[l], n = (size_t)OUT * IN + OUT;   // W then b: b = w + OUT * IN
+    float *w_tf32 = m->params_tf32 ? m->params_tf32 + w : NULL;
+    cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_dw[l], 0));
+    cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_db[l], 0));
+    m->sum_grads(m->sum_ctx, m->grads + w, n, m->comm);
+    if (wait_dinp) cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_dinp[l], 0));
+    sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, n, lr, momentum, weight_decay, 1, m->comm,
+                    m->params_bf16 ? m->params_bf16 + w : NULL);
+    if (l > 0 && m->inp_t[l]) tf32_transpose(m->params_tf32t[1 - par] + w, NULL, w_tf32, OUT, IN, m->comm);
+}
+
 // train_mlp.cu's model_backward and model_update, as three streams. Once dout of layer l
 // (dacts[l+1]) exists:
 //   main stream:  dinp = (dout · W) ⊙ act'(acts[l]), the activation's gradient fused in; the next
@@ -172,7 +192,9 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
 // Several ranks (SGD_AFTER_SUM): no SGD step rides on a kernel; a fourth stream, comm, sums each
 // layer's W and b gradients over the ranks (m->sum_grads, in place) as soon as its dW and db are
 // written, while the backward pass goes on with the layers below, and then steps W and b (they lie
-// next to each other in the flat buffers) once dinp has read W.
+// next to each other in the flat buffers) once dinp has read W (model_sum_step). A layer on the
+// K-major kernel stores its gradient there too; its dinp reads params_tf32t[par], so its step need
+// not wait for dinp, and the new W^T goes into the other copy after it.
 // The events carry the order: ev_dout[l] (dout ready) and ev_dinp[l] (W no longer read); at the end
 // the main stream waits for the others. In a CUDA graph capture the events become edges: the step is
 // captured as a DAG of branches, not a chain.
@@ -226,16 +248,22 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                 cudaCheck(cudaEventRecord(m->ev_dout_t[l], stream));
                 cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout_t[l], 0));
             }
-            plan_run(MF_DWEIGHT, &lp->p[MF_DWEIGHT], keep_grads ? m->grads + w : NULL, m->dout_t[l], m->inp_t[l],
-                     &dw_epi, NULL, NULL, m->params_tf32t[1 - par] + w, 0, m->side);
+            plan_run(MF_DWEIGHT, &lp->p[MF_DWEIGHT], keep_grads || ranks ? m->grads + w : NULL, m->dout_t[l],
+                     m->inp_t[l], &dw_epi, NULL, NULL, ranks ? NULL : m->params_tf32t[1 - par] + w, 0, m->side);
+            if (ranks) cudaCheck(cudaEventRecord(m->ev_dw[l], m->side));
             plan_run(MF_DINP, &lp->p[MF_DINP], m->dacts[l], m->dout_r[l], m->params_tf32t[par] + w, &dinp_epi, NULL,
                      NULL, l == 1 && bp->kmajor0 ? m->dout_t[0] : NULL, 0, stream);
-            continue;   // (W has taken its step)
+            if (ranks) model_sum_step(m, l, par, 0, lr, momentum, weight_decay);
+            continue;   // (W has taken its step, or will after the sum)
         }
-        if (l == 0 && bp->kmajor0) {   // (layer 0 on the K-major kernel, its SGD step in the epilogue)
+        if (l == 0 && bp->kmajor0) {   // (layer 0 on the K-major kernel: SGD in the epilogue, or after the sum)
             cudaCheck(cudaStreamWaitEvent(stream, m->ev_x_t, 0));
-            plan_run(MF_DWEIGHT, &lp->p[MF_DWEIGHT], keep_grads ? m->grads + w : NULL, m->dout_t[0], m->inp_t[0],
-                     &dw_epi, NULL, NULL, NULL, 0, stream);
+            plan_run(MF_DWEIGHT, &lp->p[MF_DWEIGHT], keep_grads || ranks ? m->grads + w : NULL, m->dout_t[0],
+                     m->inp_t[0], &dw_epi, NULL, NULL, NULL, 0, stream);
+            if (ranks) {
+                cudaCheck(cudaEventRecord(m->ev_dw[l], stream));
+                model_sum_step(m, l, par, 0, lr, momentum, weight_decay);
+            }
             continue;
         }
         if (l > 0) cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
@@ -248,13 +276,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                      stream);
         if (ranks) {   // the sum over the ranks, then W's and b's step, on the communication stream
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
-            cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_dw[l], 0));
-            cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_db[l], 0));
-            const size_t n = (size_t)OUT * IN + OUT;   // W then b: b = w + OUT * IN
-            m->sum_grads(m->sum_ctx, m->grads + w, n, m->comm);
-            cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_dinp[l], 0));
-            sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, n, lr, momentum, weight_decay, 1, m->comm,
-                            w_bf16);
+            model_sum_step(m, l, par, 1, lr, momentum, weight_decay);
         } else if (l > 0) {
             cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
             cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dinp[l], 0));
