@@ -15,12 +15,15 @@ and writes the records out as CUPTI hands over its buffers, and at exit.
     CUDA_INJECTION64_PATH=$PWD/dev/bin/libtimeline.so TIMELINE_CSV=/tmp/t.csv ./train_mlp_fast ...
     python3 dev/timeline.py /tmp/t.csv
 
-TIMELINE_CSV: where the CSV goes (default timeline.csv). Columns: name (mangled), start_ns, end_ns,
+TIMELINE_CSV: where the CSV goes (default timeline.csv); a "%p" in it becomes the process id, so
+that each rank of a -g N run writes its own file. Columns: name (mangled), start_ns, end_ns,
 stream, graph_id, graph_node, grid (x*y*z blocks), block (threads).
 */
 #include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define BUF_BYTES (8u << 20)  // each activity buffer CUPTI fills; records are a few hundred bytes
 
@@ -74,6 +77,12 @@ static void finish(void) {
 int InitializeInjection(void) {
     const char *path = getenv("TIMELINE_CSV");
     if (!path || !*path) path = "timeline.csv";
+    char named[4096];   // "%p" in the name: this process's id (each rank of a -g N run writes its own)
+    const char *p = strstr(path, "%p");
+    if (p) {
+        snprintf(named, sizeof(named), "%.*s%d%s", (int)(p - path), path, (int)getpid(), p + 2);
+        path = named;
+    }
     out = fopen(path, "w");
     if (!out) {
         fprintf(stderr, "timeline: cannot write %s\n", path);

@@ -215,7 +215,10 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     cudaCheck(cudaEventCreateWithFlags(&m->ev_bias_done, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_step, cudaEventDisableTiming));
     // (a rank of one, -g 1, sums its log lines' losses over the ranks on it too)
-    cudaCheck(cudaStreamCreateWithFlags(&m->comm, cudaStreamNonBlocking));
+    // (the highest priority: the ranks' sums run beside the backward products; step.cuh says why)
+    int lowest, highest;
+    cudaCheck(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+    cudaCheck(cudaStreamCreateWithPriority(&m->comm, cudaStreamNonBlocking, highest));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_comm_done, cudaEventDisableTiming));
 }
 

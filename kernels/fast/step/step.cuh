@@ -194,7 +194,11 @@ static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, fl
 // written, while the backward pass goes on with the layers below, and then steps W and b (they lie
 // next to each other in the flat buffers) once dinp has read W (model_sum_step). A layer on the
 // K-major kernel stores its gradient there too; its dinp reads params_tf32t[par], so its step need
-// not wait for dinp, and the new W^T goes into the other copy after it.
+// not wait for dinp, and the new W^T goes into the other copy after it. Here dinp waits for its
+// layer's dW rather than running beside it: the sum of the big layer's gradient then starts a whole
+// product earlier and runs beside dinp and the layers below, instead of after them, where nothing
+// is left to hide it. The comm stream has the highest priority, so that the sum's kernel gets SMs as
+// soon as dinp's running blocks end, not after all of them.
 // The events carry the order: ev_dout[l] (dout ready) and ev_dinp[l] (W no longer read); at the end
 // the main stream waits for the others. In a CUDA graph capture the events become edges: the step is
 // captured as a DAG of branches, not a chain.
@@ -251,6 +255,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
             plan_run(MF_DWEIGHT, &lp->p[MF_DWEIGHT], keep_grads || ranks ? m->grads + w : NULL, m->dout_t[l],
                      m->inp_t[l], &dw_epi, NULL, NULL, ranks ? NULL : m->params_tf32t[1 - par] + w, 0, m->side);
             if (ranks) cudaCheck(cudaEventRecord(m->ev_dw[l], m->side));
+            if (ranks) cudaCheck(cudaStreamWaitEvent(stream, m->ev_dw[l], 0));   // (dW first: see above)
             plan_run(MF_DINP, &lp->p[MF_DINP], m->dacts[l], m->dout_r[l], m->params_tf32t[par] + w, &dinp_epi, NULL,
                      NULL, l == 1 && bp->kmajor0 ? m->dout_t[0] : NULL, 0, stream);
             if (ranks) model_sum_step(m, l, par, 0, lr, momentum, weight_decay);
@@ -271,6 +276,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
         plan_run(MF_DWEIGHT, model_product(m, &lp->p[MF_DWEIGHT], &values), m->grads + w, dout, m->acts[l], &dw_epi,
                  dw16, m->scratch, NULL, 0, dw_stream);
         if (ranks) cudaCheck(cudaEventRecord(m->ev_dw[l], dw_stream));
+        if (ranks && dw_stream != stream) cudaCheck(cudaStreamWaitEvent(stream, m->ev_dw[l], 0));
         if (lp->p[MF_DINP].used)   // (the fused head has computed the last layer's dinp)
             plan_run(MF_DINP, &lp->p[MF_DINP], m->dacts[l], dout, m->params + w, &dinp_epi, dinp16, NULL, NULL, 0,
                      stream);
@@ -391,7 +397,9 @@ static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, Sgd
         cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
         train_steps(m, train, n, last_bs, o, stream);   // (moves the parity on by n)
         cudaCheck(cudaStreamEndCapture(stream, &graph));
-        cudaCheck(cudaGraphInstantiate(&g->exec, graph, 0));
+        // (the kernels keep the priority of the stream they were captured on: the ranks' sums, on
+        // the high-priority comm stream, take SMs ahead of the waiting blocks of the products)
+        cudaCheck(cudaGraphInstantiate(&g->exec, graph, cudaGraphInstantiateFlagUseNodePriority));
         cudaCheck(cudaGraphDestroy(graph));
     }
     cudaCheck(cudaGraphLaunch(g->exec, stream));
