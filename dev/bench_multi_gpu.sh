@@ -5,7 +5,7 @@
 #   bash dev/bench_multi_gpu.sh [OUTDIR]              (default dev/out/multi_gpu)
 #   GPUS="1 2" PRECISIONS=bf16 BATCHES=8192 bash dev/bench_multi_gpu.sh     (a part of the sweep)
 #   MODELS="big wide" ...       (the wide model too, a secondary set)
-#   OURS_ONLY=1 ...             (no PyTorch)     SOCKET=0 ...  ACC=0 ...  (leave those sections out)
+#   OURS_ONLY=1 ...             (no PyTorch)     SOCKET=0 ...  ACC=0 ...  SPEED=0 ...  (leave those sections out)
 #   APPEND=1 ...                (add to OUTDIR's sweep: its table keeps the points swept before; a
 #                               sweep too long for one command, split by PRECISIONS, in two calls)
 #   FROM_CSV=1 [GPU_NAME=... NCCL_LINE=... RUN_DATE=...] bash dev/bench_multi_gpu.sh DIR
@@ -101,6 +101,7 @@ if [ -z "${APPEND:-}" ]; then   # a new sweep: the logs of an earlier one in OUT
   : >"$OUT/plan.txt"
   rm -f "$OUT"/ours_* "$OUT"/ddp_* "$OUT"/acc_* "$OUT"/socket_*
 fi
+[ "${SPEED:-1}" = 1 ] || MODELS=   # (SPEED=0: no speed runs; with APPEND=1 the table keeps the earlier ones)
 for model in $MODELS; do
   for prec in $PRECISIONS; do
     for b in $BATCHES; do

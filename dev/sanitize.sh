@@ -7,7 +7,9 @@
 # run on the K-major TF32 copies, and in BF16, whose products run on the operands' BF16 copies (both
 # kernels/fast/matmul/wgmma_kmajor.cuh); the fused steps of -f 2
 # in runs of 3, 3 and 1 steps: one hidden layer in FP32, the wide model in TF32, and -f 3 on an odd
-# deep model in FP32).
+# deep model in FP32); and, where the machine has two GPUs, the big model on -g 2 in each precision at
+# a global batch of 2048 (TF32's ranks on the K-major kernels, every rank's all-reduces inside the
+# graphs), the sanitizer following both ranks (--target-processes all).
 # Prints one summary line per tool and program; logs in OUTDIR. Exit 1 if any reported an error.
 #   bash dev/sanitize.sh [OUTDIR (default dev/out/sanitize)]        (make sanitize runs it)
 #   DATA=dir  the dataset for the trainer runs (default: as the trainers look for it)
@@ -42,6 +44,12 @@ programs=(
   "train_mlp_fast_big_tf32|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024 -x 1"
   "train_mlp_fast_big_bf16|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 1024 -x 2"
 )
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "${gpus:-0}" -ge 2 ]; then
+  for x in 0 1 2; do
+    programs+=("train_mlp_fast_g2_x$x|./train_mlp_fast ${short[*]} -m 784,4096,4096,10 -a relu -b 2048 -x $x -g 2")
+  done
+fi
 tools=(${TOOLS:-memcheck racecheck initcheck synccheck})
 for t in "${tools[@]}"; do
   case $t in memcheck|racecheck|initcheck|synccheck) ;; *) echo "error: TOOLS: no tool $t (memcheck, racecheck, initcheck, synccheck)" >&2; exit 2 ;; esac
@@ -59,7 +67,7 @@ for tool in "${tools[@]}"; do
     [ "$tool" = memcheck ] && extra=(--leak-check full)
     log="$OUTDIR/${tool}_${name}.log"
     [ "$name" = test_mlp ] || cmd="$cmd -o /tmp/sanitize_${name}.csv"  # (the trainers' CSV logs go to /tmp)
-    timeout "${SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 3 \
+    timeout "${SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 3 \
       $cmd >"$log" 2>&1
     rc=$?
     summary=$(grep -E '(ERROR|RACECHECK|INITCHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
