@@ -15,9 +15,13 @@ Prints the median step: each kernel's start and end after the step's first kerne
 duration on the GPU inside the graph (with the other streams' kernels beside it and warm caches,
 unlike ncu's), its stream and blocks, and a bar for each (one column per --us microseconds), then
 the step's median span and the median time from one step's start to the next (the period: an epoch
-is about steps x period).
+is about steps x period). Where the step holds NCCL kernels (a rank of train_mlp_fast -g N; with
+TIMELINE_CSV=/tmp/t_%p.csv each rank writes its own file), also the all-reduces' share of the
+period, and how much of their time another kernel ran beside them (hidden: they then share the SMs
+and memory with it, so hidden is not free) and how much they ran alone (exposed).
 """
 import argparse
+import bisect
 import collections
 import csv
 import shutil
@@ -124,11 +128,45 @@ def main():
         c0, c1 = int(st / a.us), max(int(st / a.us) + 1, int(round(en / a.us)))
         bar = (" " * min(c0, a.width) + "#" * max(0, min(c1, a.width) - c0))[: a.width]
         print(f"{r['short'][:28]:28s} {streams[r['stream']]} |{bar}")
+    print()
+    comm_summary(g, same, periods)
     span = statistics.median((max(x["end_ns"] for x in s) - min(x["start_ns"] for x in s)) / 1e3 for s in same)
     print(f"\nstep span (first start to last end): median {span:.2f} us")
     if periods:
         print(f"step period (one step's start to the next's): median {statistics.median(periods):.2f} us "
               f"over {len(periods)} pairs")
+
+
+def comm_summary(g, same, periods):
+    """the NCCL kernels of each step, and the other kernels of their stream (the SGD steps after the
+    sums): their time, and how much of it the other streams' kernels ran beside them"""
+    nccl = lambda r: r["short"].startswith("ncclDevKernel") or r["short"].startswith("ncclKernel")
+    if not periods or not any(nccl(x) for x in same[0]):
+        return
+    comm = {x["stream"] for s in same for x in s if nccl(x)}
+    merged = []   # the union of the other streams' kernels' intervals, over the whole graph's replays
+    for r in sorted((r for r in g if r["stream"] not in comm), key=lambda r: r["start_ns"]):
+        if merged and r["start_ns"] <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], r["end_ns"])
+        else:
+            merged.append([r["start_ns"], r["end_ns"]])
+    starts = [m[0] for m in merged]
+
+    def beside(a, b):   # ns of [a, b) that the union covers
+        i, t = max(0, bisect.bisect_right(starts, a) - 1), 0
+        while i < len(merged) and merged[i][0] < b:
+            t += max(0, min(b, merged[i][1]) - max(a, merged[i][0]))
+            i += 1
+        return t
+
+    p = statistics.median(periods)
+    for what, pick in (("all-reduces (NCCL kernels)", nccl),
+                       ("the SGD steps after them (their stream's other kernels)",
+                        lambda r: r["stream"] in comm and not nccl(r))):
+        total = statistics.median(sum(x["end_ns"] - x["start_ns"] for x in s if pick(x)) / 1e3 for s in same)
+        hidden = statistics.median(sum(beside(x["start_ns"], x["end_ns"]) for x in s if pick(x)) / 1e3 for s in same)
+        print(f"{what}: {total:.1f} us a step, {100 * total / p:.1f}% of the period; {hidden:.1f} us of it beside "
+              f"other kernels (hidden), {total - hidden:.1f} us alone (exposed, {100 * (total - hidden) / p:.1f}%)")
 
 
 if __name__ == "__main__":
