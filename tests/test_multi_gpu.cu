@@ -43,6 +43,9 @@ dataset written here and reads back its CSV logs and checkpoints; CUDA only coun
      python3 -m torch.distributed.run where only PyTorch's module is there) against their -g N run:
      every step's loss, the evaluation, the final weights and momentum, bitwise. Without torchrun
      each case is skipped, and counted.
+  8. (2 GPUs) the path between machines, on one: -g 2 with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+     NCCL_NET=Socket, where NCCL_DEBUG=INFO must say "via NET/Socket", against -g 1 step by step
+     (the relu model, the tolerances of 4).
 
 Usage: tests/bin/test_multi_gpu [TRAINER]   (default ./train_mlp_fast)
 Ends with "N passed, N failed[, N skipped]"; exits 1 when a check failed.
@@ -535,6 +538,33 @@ static void test_resume(int gpus) {
 }
 
 // ----------------------------------------------------------------------------
+// 8. the path between machines, on one: NCCL forced onto its socket transport (2 GPUs)
+
+// Two ranks on this machine that talk as two machines would, through TCP sockets (no NVLink, PCIe
+// peer access or shared memory): NCCL_DEBUG=INFO must name the transport, and the run must match
+// -g 1 step by step as the -g 2 run over NVLink does (the same tolerances).
+static void test_sockets(void) {
+    section("-g 2 with NCCL on sockets only (the path between machines) against -g 1, step by step");
+    const Case *m = &MODELS[1];
+    const char *vars[][2] = {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "Socket"},
+                             {"NCCL_DEBUG", "INFO"}};
+    char *saved[4];   // (the caller's own values of these, put back after)
+    for (int i = 0; i < 4; i++) {
+        saved[i] = getenv(vars[i][0]) ? strdup(getenv(vars[i][0])) : NULL;
+        setenv(vars[i][0], vars[i][1], 1);   // (the ranks inherit them through -g's spawner)
+    }
+    int rc = train(m, 2, "sockets");
+    for (int i = 0; i < 4; i++) {
+        if (saved[i]) setenv(vars[i][0], saved[i], 1);
+        else unsetenv(vars[i][0]);
+        free(saved[i]);
+    }
+    check(rc == 0 && strstr(out, "via NET/Socket"), "%s: exit %d, and NCCL_DEBUG=INFO says \"via NET/Socket\"%s",
+          m->name, rc, strstr(out, "via NET/Socket") ? "" : " (it does not)");
+    if (rc == 0) compare_runs(m, "sockets", "g1_1", 0);
+}
+
+// ----------------------------------------------------------------------------
 // 4 to 7 on n GPUs
 
 static void test_ranks(int n, int gpus) {
@@ -557,6 +587,7 @@ static void test_ranks(int n, int gpus) {
         rc_g[i] = train(m, n, many);
         if (check(rc_g[i] == 0, "%s: the -g %d run (exit %d)", m->name, n, rc_g[i])) compare_runs(m, many, one, 0);
     }
+    if (n == 2) test_sockets();
     test_resume(n);
     test_large(n);
 
