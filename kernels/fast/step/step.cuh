@@ -153,7 +153,8 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
 // own (comm_step), their SGD step, which writes W, b, their momentum and W's TF32 copy, after dinp
 // has read W (ev_dinp[l]; not for a layer whose dinp reads the transposed copy, wait_dinp 0); and for
 // a layer that keeps the K-major copies (inp_t[l], l >= 1) W rounded and transposed into
-// params_tf32t[1 - par], the copy this step's dinp does not read, which the next step's reads. The
+// params_tf32t[1 - par], the copy this step's dinp does not read, which the next step's reads (in
+// the same pass as W's step: sgd_tf32_transpose). The
 // steps have their own stream so that the next layer's sum need not wait for this layer's step.
 // (model_backward_update's end joins both streams into the main one, so the next step's forward pass
 // and dinp see the new weights.)
@@ -167,9 +168,16 @@ static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, fl
     cudaCheck(cudaEventRecord(m->ev_summed[l], m->comm));
     cudaCheck(cudaStreamWaitEvent(m->comm_step, m->ev_summed[l], 0));
     if (wait_dinp) cudaCheck(cudaStreamWaitEvent(m->comm_step, m->ev_dinp[l], 0));
-    sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, n, lr, momentum, weight_decay, 1, m->comm_step,
-                    m->params_bf16 ? m->params_bf16 + w : NULL);
-    if (l > 0 && m->inp_t[l]) tf32_transpose(m->params_tf32t[1 - par] + w, NULL, w_tf32, OUT, IN, m->comm_step);
+    if (l > 0 && m->inp_t[l]) {   // W with both its TF32 copies in one pass, then b
+        sgd_tf32_transpose(m->params + w, m->grads + w, m->mbuf + w, w_tf32, m->params_tf32t[1 - par] + w, OUT, IN, lr,
+                           momentum, weight_decay, m->comm_step);
+        const size_t b = w + (size_t)OUT * IN;
+        sgd_update_fast(m->params + b, m->grads + b, m->mbuf + b, w_tf32 + (size_t)OUT * IN, OUT, lr, momentum,
+                        weight_decay, 1, m->comm_step);
+    } else {
+        sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, n, lr, momentum, weight_decay, 1, m->comm_step,
+                        m->params_bf16 ? m->params_bf16 + w : NULL);
+    }
 }
 
 // train_mlp.cu's model_backward and model_update, as three streams. Once dout of layer l
