@@ -1339,51 +1339,6 @@ static void test_matmul_tf32k(void) {
     for (float *p : sgd_dev) cudaCheck(cudaFree(p));
 }
 
-// sgd_tf32_transpose (several ranks' step of a layer on the K-major kernel) against its two-kernel
-// twin, sgd_update_fast with the TF32 copy and then tf32_transpose of that copy, bit for bit: W, its
-// momentum, the rounded copy and the transposed one, on shapes that are no multiple of the 32 x 32
-// tiles and on whole tiles. The outputs start NaN, so an element never written fails.
-static void test_sgd_transpose(void) {
-    section("the SGD step with both TF32 copies in one kernel, against the SGD kernel and the transpose");
-    const int shapes[3][2] = {{37, 45}, {96, 64}, {5, 130}};
-    Rng rng;
-    rng_seed(&rng, 43, 1);
-    const float lr = 0.05f, mu = 0.9f, wd = 1e-4f;
-    for (int sh = 0; sh < 3; sh++) {
-        const int R = shapes[sh][0], C = shapes[sh][1];
-        const size_t n = (size_t)R * C;
-        float *h[3], *d[10], *got = (float *)mallocCheck(n * sizeof(float)), *want = (float *)mallocCheck(n * sizeof(float));
-        for (int k = 0; k < 3; k++) {   // W, its gradient, its momentum
-            h[k] = (float *)mallocCheck(n * sizeof(float));
-            for (size_t i = 0; i < n; i++) h[k][i] = rng_uniform(&rng) * 2 - 1;
-        }
-        for (int k = 0; k < 10; k++) d[k] = (float *)cudaMallocCheck(n * sizeof(float), "SGD");
-        // d[0..4]: W, grad, momentum, rounded, transposed (the fused kernel's); d[5..9]: the twin's
-        for (int side = 0; side < 2; side++) {
-            for (int k = 0; k < 3; k++) cudaCheck(cudaMemcpy(d[5 * side + k], h[k], n * sizeof(float), cudaMemcpyHostToDevice));
-            cudaCheck(cudaMemset(d[5 * side + 3], 0xFF, n * sizeof(float)));
-            cudaCheck(cudaMemset(d[5 * side + 4], 0xFF, n * sizeof(float)));
-        }
-        sgd_tf32_transpose(d[0], d[1], d[2], d[3], d[4], R, C, lr, mu, wd, 0);
-        sgd_update_fast(d[5], d[6], d[7], d[8], n, lr, mu, wd, 1, 0);
-        tf32_transpose(d[9], NULL, d[8], R, C, 0);
-        cudaCheck(cudaDeviceSynchronize());
-        const char *names[] = {"W", "", "its momentum", "its TF32 copy", "its transposed TF32 copy"};
-        for (int k = 0; k < 5; k++) {
-            if (k == 1) continue;   // (the gradient is read only)
-            download(got, d[k], n);
-            download(want, d[5 + k], n);
-            int bad = 0;
-            for (size_t i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], 4) != 0 || isnan(got[i]);
-            check(bad == 0, "%dx%d: %s as the SGD kernel and the transpose write it (%d of %zu differ)", R, C,
-                  names[k], bad, n);
-        }
-        for (int k = 0; k < 3; k++) free(h[k]);
-        free(got), free(want);
-        for (float *p : d) cudaCheck(cudaFree(p));
-    }
-}
-
 // The BF16-operand kernels (kernels/fast/matmul/wgmma_kmajor.cuh and mma_bf16.cuh, -x 2's large products), each configuration and
 // product on two shapes: all widths multiples of 8, and the batch dimension odd (M for forward and
 // dinp, K for dweight: the tiles' edges). Operands are random BF16 values, and the reference their
@@ -2254,7 +2209,6 @@ int main(int argc, char **argv) {
         CASE(test_matmul_large());
         CASE(test_matmul_bf16_ops());
         CASE(test_matmul_tf32k());
-        CASE(test_sgd_transpose());
         CASE(gpu_vs_cpu_tf32k(deep4, 4, ACT_TANH, 100, 37));
         CASE(gpu_vs_cpu_family(FAM_3XTF32, 0));
         CASE(gpu_vs_cpu_family(FAM_FFMA, 0));
@@ -2331,7 +2285,6 @@ int main(int argc, char **argv) {
     CASE(test_matmul_large());
     CASE(test_matmul_bf16_ops());
     CASE(test_matmul_tf32k());
-    CASE(test_sgd_transpose());
 
     section("evaluation: the GPU's test loss and accuracy against the CPU's");
     CASE(test_evaluate_synthetic(READABLE, 0));

@@ -95,8 +95,8 @@ typedef struct {
     int rank;                             // this process's rank (0 on one GPU); plan.ranks the job's
     GradSum sum_grads;
     void *sum_ctx;
-    cudaStream_t comm, comm_step;         // the sums; the SGD steps after them (model_sum_step)
-    cudaEvent_t ev_dw[MAX_LAYERS], ev_db[MAX_LAYERS], ev_summed[MAX_LAYERS], ev_comm_done, ev_comm_step_done;
+    cudaStream_t comm;
+    cudaEvent_t ev_dw[MAX_LAYERS], ev_db[MAX_LAYERS], ev_comm_done;
 } Model;
 
 static void model_free_bf16(Model *m) {
@@ -206,8 +206,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     cudaCheck(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking));
     cudaCheck(cudaStreamCreateWithFlags(&m->bias_stream, cudaStreamNonBlocking));
     for (int l = 0; l < L; l++) {   // (ev_dw, ev_db: the ranks' sums; a rank of one, -g 1, has them too)
-        cudaEvent_t *evs[] = {&m->ev_dout[l], &m->ev_dinp[l], &m->ev_dout_t[l], &m->ev_act[l], &m->ev_dw[l], &m->ev_db[l],
-                              &m->ev_summed[l]};
+        cudaEvent_t *evs[] = {&m->ev_dout[l], &m->ev_dinp[l], &m->ev_dout_t[l], &m->ev_act[l], &m->ev_dw[l], &m->ev_db[l]};
         for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
             cudaCheck(cudaEventCreateWithFlags(evs[i], cudaEventDisableTiming));
     }
@@ -220,9 +219,7 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     int lowest, highest;
     cudaCheck(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
     cudaCheck(cudaStreamCreateWithPriority(&m->comm, cudaStreamNonBlocking, highest));
-    cudaCheck(cudaStreamCreateWithPriority(&m->comm_step, cudaStreamNonBlocking, highest));
     cudaCheck(cudaEventCreateWithFlags(&m->ev_comm_done, cudaEventDisableTiming));
-    cudaCheck(cudaEventCreateWithFlags(&m->ev_comm_step_done, cudaEventDisableTiming));
 }
 
 // the captured graphs: they hold this model's buffers, so they go with it
@@ -255,8 +252,7 @@ static void model_free(Model *m) {
     cudaCheck(cudaFree(m->step));
     cudaCheck(cudaFree(m->step_losses));
     for (int l = 0; l < m->L; l++) {
-        cudaEvent_t evs[] = {m->ev_dout[l], m->ev_dinp[l], m->ev_dout_t[l], m->ev_act[l], m->ev_dw[l], m->ev_db[l],
-                             m->ev_summed[l]};
+        cudaEvent_t evs[] = {m->ev_dout[l], m->ev_dinp[l], m->ev_dout_t[l], m->ev_act[l], m->ev_dw[l], m->ev_db[l]};
         for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) cudaCheck(cudaEventDestroy(evs[i]));
     }
     cudaCheck(cudaEventDestroy(m->ev_x_t));
@@ -266,9 +262,7 @@ static void model_free(Model *m) {
     cudaCheck(cudaStreamDestroy(m->side));
     cudaCheck(cudaStreamDestroy(m->bias_stream));
     cudaCheck(cudaEventDestroy(m->ev_comm_done));
-    cudaCheck(cudaEventDestroy(m->ev_comm_step_done));
     cudaCheck(cudaStreamDestroy(m->comm));
-    cudaCheck(cudaStreamDestroy(m->comm_step));
 }
 
 // the weights' TF32 or BF16 copies made from params again, after anything but an optimizer step wrote

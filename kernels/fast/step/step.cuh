@@ -149,15 +149,12 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
 }
 
 // Several ranks: layer l's W and b gradients summed over the ranks in place (m->sum_grads), on the
-// communication stream, once dW (ev_dw[l]) and db (ev_db[l]) are written; then, on a stream of their
-// own (comm_step), their SGD step, which writes W, b, their momentum and W's TF32 copy, after dinp
-// has read W (ev_dinp[l]; not for a layer whose dinp reads the transposed copy, wait_dinp 0); and for
-// a layer that keeps the K-major copies (inp_t[l], l >= 1) W rounded and transposed into
-// params_tf32t[1 - par], the copy this step's dinp does not read, which the next step's reads (in
-// the same pass as W's step: sgd_tf32_transpose). The
-// steps have their own stream so that the next layer's sum need not wait for this layer's step.
-// (model_backward_update's end joins both streams into the main one, so the next step's forward pass
-// and dinp see the new weights.)
+// communication stream, once dW (ev_dw[l]) and db (ev_db[l]) are written; then their SGD step, which
+// writes W, b, their momentum and W's TF32 copy, after dinp has read W (ev_dinp[l]; not for a layer
+// whose dinp reads the transposed copy, wait_dinp 0); and for a layer that keeps the K-major copies
+// (inp_t[l], l >= 1) W rounded and transposed into params_tf32t[1 - par], the copy this step's dinp
+// does not read, which the next step's reads. (model_backward_update's end joins this stream into
+// the main one, so the next step's forward pass and dinp see the new weights.)
 static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, float momentum, float weight_decay) {
     const int IN = m->sizes[l], OUT = m->sizes[l + 1];
     const size_t w = m->w_off[l], n = (size_t)OUT * IN + OUT;   // W then b: b = w + OUT * IN
@@ -165,19 +162,10 @@ static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, fl
     cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_dw[l], 0));
     cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_db[l], 0));
     m->sum_grads(m->sum_ctx, m->grads + w, n, m->comm);
-    cudaCheck(cudaEventRecord(m->ev_summed[l], m->comm));
-    cudaCheck(cudaStreamWaitEvent(m->comm_step, m->ev_summed[l], 0));
-    if (wait_dinp) cudaCheck(cudaStreamWaitEvent(m->comm_step, m->ev_dinp[l], 0));
-    if (l > 0 && m->inp_t[l]) {   // W with both its TF32 copies in one pass, then b
-        sgd_tf32_transpose(m->params + w, m->grads + w, m->mbuf + w, w_tf32, m->params_tf32t[1 - par] + w, OUT, IN, lr,
-                           momentum, weight_decay, m->comm_step);
-        const size_t b = w + (size_t)OUT * IN;
-        sgd_update_fast(m->params + b, m->grads + b, m->mbuf + b, w_tf32 + (size_t)OUT * IN, OUT, lr, momentum,
-                        weight_decay, 1, m->comm_step);
-    } else {
-        sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, n, lr, momentum, weight_decay, 1, m->comm_step,
-                        m->params_bf16 ? m->params_bf16 + w : NULL);
-    }
+    if (wait_dinp) cudaCheck(cudaStreamWaitEvent(m->comm, m->ev_dinp[l], 0));
+    sgd_update_fast(m->params + w, m->grads + w, m->mbuf + w, w_tf32, n, lr, momentum, weight_decay, 1, m->comm,
+                    m->params_bf16 ? m->params_bf16 + w : NULL);
+    if (l > 0 && m->inp_t[l]) tf32_transpose(m->params_tf32t[1 - par] + w, NULL, w_tf32, OUT, IN, m->comm);
 }
 
 // train_mlp.cu's model_backward and model_update, as three streams. Once dout of layer l
@@ -203,8 +191,8 @@ static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, fl
 // weights after the SGD kernel.)
 // Several ranks (SGD_AFTER_SUM): no SGD step rides on a kernel; a fourth stream, comm, sums each
 // layer's W and b gradients over the ranks (m->sum_grads, in place) as soon as its dW and db are
-// written, while the backward pass goes on with the layers below, and a fifth, comm_step, then steps
-// W and b (they lie next to each other in the flat buffers) once dinp has read W (model_sum_step). A layer on the
+// written, while the backward pass goes on with the layers below, and then steps W and b (they lie
+// next to each other in the flat buffers) once dinp has read W (model_sum_step). A layer on the
 // K-major kernel stores its gradient there too; its dinp reads params_tf32t[par], so its step need
 // not wait for dinp, and the new W^T goes into the other copy after it. Here dinp waits for its
 // layer's dW rather than running beside it: the sum of the big layer's gradient then starts a whole
@@ -313,8 +301,6 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
     if (ranks) {
         cudaCheck(cudaEventRecord(m->ev_comm_done, m->comm));
         cudaCheck(cudaStreamWaitEvent(stream, m->ev_comm_done, 0));
-        cudaCheck(cudaEventRecord(m->ev_comm_step_done, m->comm_step));
-        cudaCheck(cudaStreamWaitEvent(stream, m->ev_comm_step_done, 0));
     }
     if (m->params_tf32t[0]) m->tf32t_parity ^= 1;
 }
