@@ -1634,8 +1634,10 @@ static void test_plan_ranks_kmajor(void) {
     step_plan_make(&q, big, 3, ACT_RELU, 8192, PREC_TF32, PLAN_ASK_GRAPHS, 2);
     char *text = plan_text(&q, 4096, 4096);
     const char *km = strstr(text, FAM_NAMES[FAM_TF32_KMAJOR]);
-    check(km && strstr(text, "after the sum over the ranks, K-major copies (dW before dinp") && !strstr(text, "in dW's epilogue"),
-          "-P's text for the big model in TF32 on 2 ranks names the K-major products and no SGD epilogue");
+    check(km && strstr(text, "W's and b's SGD step after the sum over the ranks, K-major copies (dW before dinp") &&
+              !strstr(text, "in dW's epilogue") && !strstr(text, "b's in the bias gradient's kernel"),
+          "-P's text for the big model in TF32 on 2 ranks names the K-major products, W's and b's steps after the "
+          "sum, and no step in an epilogue or the bias gradient's kernel");
     if (verbose) fputs(text, stdout);
     free(text);
     matmul_fast_set_target(NULL);

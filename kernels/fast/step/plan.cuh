@@ -478,12 +478,15 @@ static void plan_print_batch(FILE *f, const StepPlan *p, const BatchPlan *bp) {
     for (int l = 0; l < p->L; l++)
         for (int k = 0; k < 3; k++) plan_print_product(f, l, names[k], &bp->layer[l].p[k]);
     if (bp->train) {
-        static const char *const sgd[] = {"the SGD kernel", "in dW's epilogue", "after the sum over the ranks"};
-        static const char *const ranks = " (dW before dinp, its sum beside dinp on the comm stream)";
-        for (int l = 0; l < p->L; l++)
-            fprintf(f, "  layer %d: W's SGD step %s%s%s; b's in the bias gradient's kernel (bias stream)\n", l,
-                    sgd[bp->layer[l].sgd], bp->layer[l].kmajor ? ", K-major copies" : "",
-                    bp->layer[l].sgd == SGD_AFTER_SUM && l > 0 ? ranks : "");
+        static const char *const sgd[] = {"in the SGD kernel", "in dW's epilogue", "after the sum over the ranks"};
+        for (int l = 0; l < p->L; l++) {
+            const LayerPlan *lp = &bp->layer[l];
+            const int summed = lp->sgd == SGD_AFTER_SUM;   // (several ranks: W and b summed, then stepped)
+            fprintf(f, "  layer %d: %s SGD step %s%s%s\n", l, summed ? "W's and b's" : "W's", sgd[lp->sgd],
+                    lp->kmajor ? ", K-major copies" : "",
+                    !summed ? "; b's in the bias gradient's kernel (bias stream)"
+                    : lp->p[MF_DINP].used ? " (dW before dinp, its sum beside dinp on the comm stream)" : "");
+        }
     }
 }
 
