@@ -1725,7 +1725,8 @@ static void test_plan_precision(void) {
                      wide[] = {784, 1536, 1536, 10}, two[] = {784, 1024, 1024, 10}, one[] = {784, 8192, 10};
     static const struct { const int *sizes; int L, B, ceiling, ask, ranks, want; const char *what; } cases[] = {
         {odd, 3, 2048, 2, PLAN_ASK_FUSED, 1, PREC_TF32, "widths of 2500: no BF16 copies"},
-        {deep, 4, 512, 2, PLAN_ASK_FUSED, 1, PREC_TF32, "batch 512: the BF16-copies kernels do not fill the GPU"},
+        {deep, 4, 512, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "batch 512: the BF16-copies kernels' 64-row tiles fill the GPU"},
+        {deep, 4, 256, 2, PLAN_ASK_GRAPHS, 1, PREC_TF32, "batch 256: no BF16-copies tile fills the GPU"},
         {wide, 3, 4096, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "batch 4096: they do"},
         {one, 2, 1024, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "one wide hidden layer at batch 1024"},
         {two, 3, 256, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "the fused deep step in BF16"},

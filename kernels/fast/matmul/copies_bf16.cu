@@ -1,7 +1,8 @@
 /*
 kernels/fast/matmul/copies_bf16.cu: -x 2's products on BF16 copies of their operands
 (MatmulFastBf16): the configurations of the BF16-operand kernels (mma.sync, kernels/fast/matmul/mma_bf16.cuh;
-wgmma on sm_90a, kernels/fast/matmul/wgmma_kmajor.cuh with T = __nv_bfloat16), the planner that picks
+wgmma on sm_90a, kernels/fast/matmul/wgmma_kmajor.cuh with T = __nv_bfloat16, and its TMA form,
+kernels/fast/matmul/wgmma_tma.cuh), the planner that picks
 one (or none: then the FP32-operand kernels run) and the launch; and the copy kernel that rounds an
 FP32 buffer to BF16. The interface is kernels/fast/matmul/matmul_fast.h's BF16 section. Why copies:
 the large products are bound by the bytes they read, and a BF16 operand is half an FP32 one.
@@ -16,26 +17,52 @@ Compiled once, linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 #include "mma_bf16.cuh"      // matmul_bf16_kernel, MF_BF16OPS_CONFIGS
 #include "planner.cuh"       // mf_num_sms
 #include "wgmma_kmajor.cuh"  // matmul_wgmma_ops_kernel
+#include "wgmma_tma.cuh"     // mf_tma_launch
 
 // The wgmma configurations (ID, WGS, BN, ST, EFF, OCC): WGS warpgroups of 64 rows, BN columns, ST
 // stages of BK = 64; built for sm_90a only (MF_WGMMA), where they are the planner's first choice.
+// MF_BF16WG_CONFIGS: matmul_wgmma_ops_kernel (the threads copy the tiles); MF_BF16TMA_CONFIGS:
+// matmul_wgmma_tma_kernel (the TMA copies them, clusters of two blocks share the B tile; 128 x 256
+// only), where the driver can make its tensor maps. 64 x 128 fills the GPU where 128-row tiles leave
+// it half idle (a batch of 512 on 2048 outputs: 128 tiles against 64). EFF of every row (and of
+// mma_bf16.cuh's) fitted to each configuration's time on the products of a spread of models on an
+// H200 (dev/bin/tune_check --families; doc/fast.md): the planner's pick is within 4 % of the fastest
+// on each of them.
 #if defined(MF_WGMMA)
 #define MF_BF16WG_CONFIGS(X)          \
-    X(10, 2, 256, 4, 3.0f, 1)         \
-    X(11, 2, 128, 4, 2.6f, 1)
+    X(10, 2, 256, 4, 3.5f, 1)         \
+    X(11, 2, 128, 4, 2.6f, 1)         \
+    X(12, 1, 128, 4, 2.0f, 1)
+#define MF_BF16TMA_CONFIGS(X)         \
+    X(14, 2, 256, 4, 4.5f, 1)
 #else
 #define MF_BF16WG_CONFIGS(X)
+#define MF_BF16TMA_CONFIGS(X)
 #endif
 
 #define MF_ROW_BF16OPS(ID, BM, BN, BK, WM, WN, ST, EFF, OCC)                                                   \
-    {ID, MF_KIND_BF16_OPS, BM, BN, BK, WM, WN, ST, EFF, 2.0f, OCC, 0, (BM / WM) * (BN / WN) * 32,               \
+    {ID, MF_KIND_BF16_OPS, BM, BN, BK, WM, WN, ST, EFF, 0.0f, OCC, 0, (BM / WM) * (BN / WN) * 32,               \
      "BF16 operands " #BM "x" #BN "x" #BK " w" #WM "x" #WN " s" #ST},
 #define MF_ROW_BF16WG(ID, WGS, BN, ST, EFF, OCC)                                                               \
     {ID, MF_KIND_BF16_OPS, 64 * WGS, BN, 64, 64, BN, ST, EFF, 2.0f, OCC, 0, 128 * WGS,                          \
      "BF16 operands, wgmma " #WGS " warpgroups x 64x" #BN " s" #ST},
-static const MatmulFastCfg mf_bf16ops_cfgs[] = {MF_BF16OPS_CONFIGS(MF_ROW_BF16OPS) MF_BF16WG_CONFIGS(MF_ROW_BF16WG)};
+#define MF_ROW_BF16TMA(ID, WGS, BN, ST, EFF, OCC)                                                              \
+    {ID, MF_KIND_BF16_OPS, 64 * WGS, BN, 64, 64, BN, ST, EFF, 2.0f, OCC, 0, 128 * WGS + 128,                    \
+     "BF16 operands, wgmma " #WGS " warpgroups x 64x" #BN " s" #ST " by TMA, clusters of two"},
+static const MatmulFastCfg mf_bf16ops_cfgs[] = {MF_BF16OPS_CONFIGS(MF_ROW_BF16OPS) MF_BF16WG_CONFIGS(MF_ROW_BF16WG)
+                                                MF_BF16TMA_CONFIGS(MF_ROW_BF16TMA)};
 #undef MF_ROW_BF16OPS
 #undef MF_ROW_BF16WG
+#undef MF_ROW_BF16TMA
+
+// whether configuration id is a TMA one
+static int mf_bf16_is_tma(int id) {
+#define MF_IS_TMA(ID, WGS, BN, ST, EFF, OCC) if (id == ID) return 1;
+    MF_BF16TMA_CONFIGS(MF_IS_TMA)
+#undef MF_IS_TMA
+    (void)id;
+    return 0;
+}
 #define MF_NUM_BF16OPS_CFGS ((int)(sizeof(mf_bf16ops_cfgs) / sizeof(mf_bf16ops_cfgs[0])))
 
 // the least share of the GPU's first wave of blocks the BF16-operand tiles must fill to be taken
@@ -81,6 +108,7 @@ int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K) {
     for (int i = 0; i < MF_NUM_BF16OPS_CFGS; i++) {
         const MatmulFastCfg *c = &mf_bf16ops_cfgs[i];
         if (c->bk == 64 && !matmul_fast_target()->wgmma) continue;   // (the wgmma rows: MF_ROW_BF16WG)
+        if (mf_bf16_is_tma(c->id) && !matmul_fast_target()->tma) continue;
         const long tiles = (long)mf_ceil_div(M, c->bm) * mf_ceil_div(N, c->bn);
         const long slots = (long)mf_num_sms() * c->occ;
         if ((float)tiles < mf_bf16_min_fill * (float)slots) continue;
@@ -117,7 +145,16 @@ static bool mf_bf16_launch_layout(int cfg, dim3 grid, int pdl, cudaStream_t stre
         return true;
         MF_BF16WG_CONFIGS(MF_CASE)
 #undef MF_CASE
+#define MF_CASE(ID, WGS, BN, ST, EFF, OCC)                                                                      \
+    case ID:                                                                                                    \
+        static_assert(WGS == 2 && BN == 256, "the TMA kernel's tile is 128 x 256");                             \
+        mf_tma_launch<__nv_bfloat16, ST, 1, A_KC, B_KC>(pdl, stream, C, A, B, M, N, K, vec, epi, (float *)NULL,  \
+                                                        out_bf16);                                              \
+        return true;
+        MF_BF16TMA_CONFIGS(MF_CASE)
+#undef MF_CASE
     }
+    (void)grid;
     return false;
 }
 

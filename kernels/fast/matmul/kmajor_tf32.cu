@@ -15,7 +15,7 @@ and dev/cuda's benchmarks.
 #include "matmul_fast.h"
 #include "planner.cuh"       // mf_num_sms
 #include "wgmma_kmajor.cuh"  // matmul_wgmma_ops_kernel, matmul_wgmma_tf32p_kernel
-#include "wgmma_tma.cuh"     // matmul_wgmma_tf32tma_kernel, mf_tma_encoder, mf_tensor_map
+#include "wgmma_tma.cuh"     // matmul_wgmma_tma_kernel, mf_tma_launch
 
 // The configurations (ID, warpgroups, BN, stages of 32 k, P). All three products take the TMA one in
 // clusters of two, 4, the fastest of them on the trainer's products (doc/fast.md); where the driver
@@ -25,7 +25,7 @@ and dev/cuda's benchmarks.
 // products, one block an SM; 2 warpgroups of products, WGS unused). Its 128 x 128 tiles read a third
 // more from L2 than 128 x 256 ones, which costs the forward and dinp products more than the overlap
 // gains them; dweight's SGD epilogue, six floats a weight, gains more. P = 2: the TMA kernel in
-// clusters of two blocks that share the B tile (matmul_wgmma_tf32tma_kernel); P = 3 the same without
+// clusters of two blocks that share the B tile (matmul_wgmma_tma_kernel); P = 3 the same without
 // clusters.
 #define MF_TF32K_CONFIGS(X) \
     X(0, 2, 256, 4, 0)   /* 128 x 256, 193 KB: one block an SM */ \
@@ -53,6 +53,12 @@ float matmul_fast_tf32k_set_min_fill(float min_fill) {
     const float old = mf_tf32k_min_fill;
     mf_tf32k_min_fill = min_fill;
     return old;
+}
+
+void matmul_fast_tf32k_tile(int cfg, int *bm, int *bn) {
+#define MF_TILE(ID, WGS, BN, ST, P) if (cfg == ID) *bm = 64 * WGS, *bn = BN;
+    MF_TF32K_CONFIGS(MF_TILE)
+#undef MF_TILE
 }
 
 // the fill counts the first configuration's 128 x 256 tiles, whichever the product takes
@@ -108,38 +114,6 @@ int matmul_fast_tf32k_cfg(MfProduct prod) {
 }
 
 #if defined(MF_WGMMA)
-// the TMA kernel: tiles of 128 x 256, clusters of two blocks along M (grid.y even)
-template <int ST, int MC>
-static void mf_tf32k_launch_tma(int pdl, cudaStream_t stream, float *C, const float *A, const float *B, int M, int N,
-                                int K, int vec, const MatmulFastEpi &epi, float *param_t) {
-    CUtensorMap ta, tb;
-    mf_tensor_map(&ta, A, M, K, 128);
-    mf_tensor_map(&tb, B, N, K, 128);
-    const int smem = mf_wgtma_smem_bytes(ST);
-    static bool allowed = false;
-    if (!allowed) {
-        cudaCheck(cudaFuncSetAttribute(matmul_wgmma_tf32tma_kernel<ST, MC>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        allowed = true;
-    }
-    cudaLaunchConfig_t lc = {};
-    cudaLaunchAttribute attr[2];
-    lc.gridDim = dim3(mf_ceil_div(N, 256), MC ? (mf_ceil_div(M, 128) + 1) / 2 * 2 : mf_ceil_div(M, 128));
-    lc.blockDim = dim3(384);
-    lc.dynamicSmemBytes = (size_t)smem;
-    lc.stream = stream;
-    lc.attrs = attr;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 2, attr[0].val.clusterDim.z = 1;
-    lc.numAttrs = MC ? 1 : 0;
-    if (pdl && pdl_available()) {
-        attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
-        lc.numAttrs++;
-    }
-    cudaCheck(cudaLaunchKernelEx(&lc, matmul_wgmma_tf32tma_kernel<ST, MC>, ta, tb, C, M, N, K, vec, epi, param_t));
-}
-
 // one configuration's launch: the persistent kernel (P = 1) on at most one block an SM (or the test's
 // cap), the TMA kernel (P = 2) in clusters of two, else a block a tile
 template <int WGS, int BN, int ST, int P>
@@ -147,7 +121,7 @@ static void mf_tf32k_launch(int pdl, cudaStream_t stream, float *C, const float 
                             int vec, const MatmulFastEpi &epi, float *param_t) {
     if constexpr (P >= 2) {
         static_assert(WGS == 2 && BN == 256, "the TMA kernel's tile is 128 x 256");
-        mf_tf32k_launch_tma<ST, P == 2>(pdl, stream, C, A, B, M, N, K, vec, epi, param_t);
+        mf_tma_launch<float, ST, P == 2, true, true>(pdl, stream, C, A, B, M, N, K, vec, epi, param_t, nullptr);
     } else if constexpr (P == 1) {
         const int tiles = mf_ceil_div(N, BN) * mf_ceil_div(M, 128);
         const int cap = mf_tf32k_grid_cap > 0 ? mf_tf32k_grid_cap : mf_num_sms();

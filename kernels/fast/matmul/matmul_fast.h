@@ -249,6 +249,8 @@ void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B
                                const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream);
 int matmul_fast_tf32k_num_cfgs(void);
 int matmul_fast_tf32k_cfg(MfProduct prod);
+// configuration cfg's tile: rows *bm, columns *bn (left as they are for no such configuration)
+void matmul_fast_tf32k_tile(int cfg, int *bm, int *bn);
 // the persistent configuration's ID (one block an SM, each taking tiles in turn), and its grid at most
 // blocks (0: no cap; returns the cap before). For tests: a small grid gives each block many tiles.
 int matmul_fast_tf32k_persistent_cfg(void);

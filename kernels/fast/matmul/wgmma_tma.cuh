@@ -1,7 +1,8 @@
 /*
-kernels/fast/matmul/wgmma_tma.cuh: -x 1's K-major TF32 product (the job of matmul_wgmma_ops_kernel with T =
-float, kernels/fast/matmul/wgmma_kmajor.cuh) with its operand tiles brought by the Tensor Memory Accelerator,
-two blocks of a thread-block cluster sharing the B tile (sm_90a; built where MF_WGMMA is defined).
+kernels/fast/matmul/wgmma_tma.cuh: the large products of -x 1 (K-major TF32 copies) and -x 2 (BF16
+copies, either layout) with their operand tiles brought by the Tensor Memory Accelerator, two blocks
+of a thread-block cluster sharing the B tile (sm_90a; built where MF_WGMMA is defined): the job of
+matmul_wgmma_ops_kernel (kernels/fast/matmul/wgmma_kmajor.cuh), the same tiles and epilogues.
 Why: on the big model's products (1024 x 4096 x 4096 and the like) that kernel's 128 x 256 tiles read
 their operands from L2 at about 5.8 TB/s, L2's limit: every block reads its own A and B tiles, and
 the blocks of one column of tiles read the same B tile again and again. Here the two
@@ -20,8 +21,10 @@ The pipeline: ST stages, each with two mbarriers (shared-memory barriers that al
             of B goes to both).
 A barrier completes in phases; a wait names the parity of the phase it waits for: k-tile t uses
 stage t % ST in its (t / ST)-th phase.
--x 1's default for all three of the big model's products (kmajor_tf32.cu, configuration 4): the
-fastest of the configurations in the trainer (doc/fast.md).
+-x 1's default for all three of the big model's products (kmajor_tf32.cu, configuration 4), and -x 2's
+large products (copies_bf16.cu, configuration 14): the fastest of the configurations there
+(doc/fast.md). A BF16 operand that is MN-major in memory comes in boxes of 64 columns by 64 k-rows,
+each box one panel of the MN-major layout the descriptors read.
 */
 #ifndef MLP_FAST_WGMMA_TMA_CUH
 #define MLP_FAST_WGMMA_TMA_CUH
@@ -164,22 +167,70 @@ static inline void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int
     }
 }
 
+// The tensor map of a BF16 operand for the kernel below, 128-byte swizzle, zeros outside: K-major
+// (kc: X(d, k) = X[d * K + k], D x K) in boxes of 64 k (128 bytes) x box_rows rows, the layout the
+// K-major descriptors read; MN-major (X(d, k) = X[k * D + d]) in boxes of 64 d (128 bytes) x 64 k-rows,
+// each box one 8192-byte panel of the MN-major layout (kernels/fast/matmul/wgmma_kmajor.cuh).
+static inline void mf_tensor_map_b16(CUtensorMap *map, const __nv_bfloat16 *X, int D, int K, bool kc, int box_rows) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
+    if (encode == NULL) {
+        fprintf(stderr, "error: the TMA needs the driver's cuTensorMapEncodeTiled, which this driver does not give\n");
+        exit(EXIT_FAILURE);
+    }
+    const int inner = kc ? K : D, outer = kc ? D : K;
+    const cuuint64_t dim[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, stride[1] = {(cuuint64_t)inner * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)(kc ? box_rows : 64)}, estride[2] = {1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)X, dim, stride, box, estride,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "error: the TMA: cuTensorMapEncodeTiled failed (%d) on a %d x %d BF16 operand\n", (int)r, D, K);
+        exit(EXIT_FAILURE);
+    }
+}
+
 // bytes of dynamic shared memory: the stages, their barriers, 1024 to align the atoms
 constexpr int mf_wgtma_smem_bytes(int ST) { return ST * (128 + 256) * 128 + 2 * ST * 8 + 1024; }
 
-// C (M, N) = epi(A . B^T), A (M, K) and B (N, K) TF32 values through tmA and tmB (boxes of 32 k x 128
-// rows, 128-byte swizzle), the 128 x 256 tile of this block; launched in clusters of two blocks along
-// y (M), with an even grid.y. Warpgroups 0 and 1: 64 rows of the tile each, as matmul_wgmma_ops_kernel's,
-// then its epilogues (mf_wg_tf32_store4, mf_wg_store_general) among themselves; warpgroup 2: the copier
-// (one thread of it), which gives the others its registers.
+#if defined(MF_WGMMA)
+// k-tile t of an operand tile of BD rows (BD / 2 of them, from row d0, where a cluster's two blocks
+// share it: each brings its half into both) into stage address sa, counted on barrier full: K-major
+// one box of BD rows; MN-major (BF16) one box a 64-row panel, panel p at sa + 8192 p
+template <typename T, bool KC, int BD>
+__device__ __forceinline__ void mf_tma_tile(unsigned sa, const CUtensorMap* map, int d0, int t, unsigned full,
+                                            unsigned short mask) {
+    constexpr int BK = 128 / (int)sizeof(T);
+    if constexpr (KC) {
+        if (mask) mf_tma_load_mc(sa, map, t * BK, d0, full, mask);
+        else mf_tma_load(sa, map, t * BK, d0, full);
+    } else {
+        #pragma unroll
+        for (int p = 0; p < BD / 64; p++) {
+            if (mask) mf_tma_load_mc(sa + p * 8192, map, d0 + 64 * p, t * BK, full, mask);
+            else mf_tma_load(sa + p * 8192, map, d0 + 64 * p, t * BK, full);
+        }
+    }
+}
+#endif
+
+// C (M, N) = epi(A . B^T) through tmA and tmB (mf_tensor_map: TF32 values, K-major; mf_tensor_map_b16:
+// BF16, A_KC / B_KC as matmul_wgmma_ops_kernel's), the 128 x 256 tile of this block; launched in
+// clusters of two blocks along y (M), with an even grid.y. Warpgroups 0 and 1: 64 rows of the tile
+// each, as matmul_wgmma_ops_kernel's, then its epilogues (mf_wg_tf32_store4, mf_wg_store_general)
+// among themselves; warpgroup 2: the copier (one thread of it), which gives the others its registers.
+// A stage is 128 bytes of k (32 TF32 or 64 BF16 values) of both tiles, laid out as the ops kernel's.
 // MC = 0: no cluster, each block brings its whole B tile itself (for comparison).
-template <int ST, int MC>
+// out_bf16 (BF16): NULL, or (M, N) where C is stored again, rounded to BF16; out_t (TF32): as
+// matmul_wgmma_ops_kernel's.
+template <typename T, int ST, int MC, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__(384, 1)
-matmul_wgmma_tf32tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                            float* __restrict__ C, int M, int N, int K, int vec, MatmulFastEpi epi,
-                            float* __restrict__ out_t) {
+matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                        float* __restrict__ C, int M, int N, int K, int vec, MatmulFastEpi epi,
+                        float* __restrict__ out_t, __nv_bfloat16* __restrict__ out_bf16) {
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
-    constexpr int BM = 128, BN = 256, BK = 32, NT = 256;   // NT: the products' threads
+    constexpr bool TF32 = sizeof(T) == 4;
+    static_assert(!TF32 || (A_KC && B_KC), "TF32: both tiles K-major");
+    constexpr int BM = 128, BN = 256, BK = 128 / (int)sizeof(T), KSTEP = TF32 ? 8 : 16, NT = 256;   // NT: the products' threads
     constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES, LD = BN + 8;
     constexpr int BAR_MMA = 1;   // the products' warpgroups' named barrier
     static_assert(ST >= 2, "a stage fills while another is read");
@@ -211,12 +262,13 @@ matmul_wgmma_tf32tma_kernel(const __grid_constant__ CUtensorMap tmA, const __gri
                 const unsigned full = bars + 8 * s, sa = sbase + s * STAGE;
                 if (t >= ST) mf_mbar_wait(bars + 8 * (ST + s), ((t / ST) + 1) & 1);   // both blocks are done with it
                 mf_mbar_expect_tx(full, STAGE);
-                mf_tma_load(sa, &tmA, t * BK, m0, full);
-                if (MC) {
-                    mf_tma_load_mc(sa + A_BYTES + rank * (B_BYTES / 2), &tmB, t * BK, n0 + (int)rank * (BN / 2), full, 0x3);
+                mf_tma_tile<T, A_KC, BM>(sa, &tmA, m0, t, full, 0);
+                if (MC) {   // this block's half of B, into both blocks
+                    mf_tma_tile<T, B_KC, BN / 2>(sa + A_BYTES + rank * (B_BYTES / 2), &tmB, n0 + (int)rank * (BN / 2), t,
+                                                 full, 0x3);
                 } else {
-                    mf_tma_load(sa + A_BYTES, &tmB, t * BK, n0, full);
-                    mf_tma_load(sa + A_BYTES + B_BYTES / 2, &tmB, t * BK, n0 + BN / 2, full);
+                    mf_tma_tile<T, B_KC, BN / 2>(sa + A_BYTES, &tmB, n0, t, full, 0);
+                    mf_tma_tile<T, B_KC, BN / 2>(sa + A_BYTES + B_BYTES / 2, &tmB, n0 + BN / 2, t, full, 0);
                 }
             }
         }
@@ -232,8 +284,12 @@ matmul_wgmma_tf32tma_kernel(const __grid_constant__ CUtensorMap tmA, const __gri
             const unsigned a = sbase + s * STAGE + wg * 64 * 128, b = sbase + s * STAGE + A_BYTES;
             mf_wg_fence();
             #pragma unroll
-            for (int ks = 0; ks < BK / 8; ks++)
-                mf_wgmma_tf32_n256(acc, mf_wgb16_desc(a + ks * 32, false), mf_wgb16_desc(b + ks * 32, false));
+            for (int ks = 0; ks < BK / KSTEP; ks++) {   // (a k-step: 32 bytes along a K-major row, 16 k-rows MN-major)
+                const uint64_t da = mf_wgb16_desc(a + ks * (A_KC ? 32 : 2048), !A_KC);
+                const uint64_t db = mf_wgb16_desc(b + ks * (B_KC ? 32 : 2048), !B_KC);
+                if constexpr (TF32) mf_wgmma_tf32_n256(acc, da, db);
+                else mf_wgmma_bf16_n256<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+            }
             mf_wg_commit();
             mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled (if it will be)
             if (t >= 1 && t - 1 + ST < ntiles && tid % 128 == 0) {
@@ -249,13 +305,54 @@ matmul_wgmma_tf32tma_kernel(const __grid_constant__ CUtensorMap tmA, const __gri
         float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw));
         mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
         mf_bar_sync(BAR_MMA, NT);
-        if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr)))
+        if (TF32 && vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr)))
             mf_wg_tf32_store4<BM, BN, NT, LD, BAR_MMA>(C, red, m0, n0, M, N, epi, out_t, tid);
         else
-            mf_wg_store_general<BM, BN, NT, LD>(C, red, m0, n0, M, N, vec, epi, nullptr, tid);
+            mf_wg_store_general<BM, BN, NT, LD>(C, red, m0, n0, M, N, vec, epi, TF32 ? nullptr : out_bf16, tid);
     }
     mf_cluster_sync();   // neither block leaves while the other may still write into its shared memory
 #endif
 }
+
+#if defined(MF_WGMMA)
+// The launch: tiles of 128 x 256, in clusters of two blocks along M (MC; grid.y even), PDL where asked.
+// A and B: TF32 values, both K-major (T = float), or BF16 in the layouts A_KC and B_KC say (as
+// matmul_wgmma_ops_kernel's: A (M, K) or (K, M), B (N, K) or (K, N)).
+template <typename T, int ST, int MC, bool A_KC, bool B_KC>
+static void mf_tma_launch(int pdl, cudaStream_t stream, float *C, const T *A, const T *B, int M, int N, int K, int vec,
+                          const MatmulFastEpi &epi, float *out_t, __nv_bfloat16 *out_bf16) {
+    CUtensorMap ta, tb;
+    if constexpr (sizeof(T) == 4) {
+        mf_tensor_map(&ta, (const float *)A, M, K, 128);
+        mf_tensor_map(&tb, (const float *)B, N, K, 128);
+    } else {
+        mf_tensor_map_b16(&ta, (const __nv_bfloat16 *)A, M, K, A_KC, 128);
+        mf_tensor_map_b16(&tb, (const __nv_bfloat16 *)B, N, K, B_KC, 128);
+    }
+    auto kernel = matmul_wgmma_tma_kernel<T, ST, MC, A_KC, B_KC>;
+    const int smem = mf_wgtma_smem_bytes(ST);
+    static bool allowed = false;
+    if (!allowed) {
+        cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        allowed = true;
+    }
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr[2];
+    lc.gridDim = dim3(mf_ceil_div(N, 256), MC ? (mf_ceil_div(M, 128) + 1) / 2 * 2 : mf_ceil_div(M, 128));
+    lc.blockDim = dim3(384);
+    lc.dynamicSmemBytes = (size_t)smem;
+    lc.stream = stream;
+    lc.attrs = attr;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 2, attr[0].val.clusterDim.z = 1;
+    lc.numAttrs = MC ? 1 : 0;
+    if (pdl && pdl_available()) {
+        attr[lc.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[lc.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        lc.numAttrs++;
+    }
+    cudaCheck(cudaLaunchKernelEx(&lc, kernel, ta, tb, C, M, N, K, vec, epi, out_t, out_bf16));
+}
+#endif
 
 #endif  // MLP_FAST_WGMMA_TMA_CUH

@@ -172,7 +172,9 @@ static float plan_family_rate(int family) {
 static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
     const double flops = 2.0 * pp->M * pp->N * pp->K;
     int bm = 128, bn = 128, n = 0;
-    if (pp->family != FAM_TF32_KMAJOR && pp->family != FAM_BF16_COPIES && pp->family != FAM_WGMMA_BF16_COPIES) {
+    if (pp->family == FAM_TF32_KMAJOR) {
+        matmul_fast_tf32k_tile(pp->mm.cfg, &bm, &bn);
+    } else if (pp->family != FAM_BF16_COPIES && pp->family != FAM_WGMMA_BF16_COPIES) {
         const MatmulFastCfg *cfgs = matmul_fast_configs(pp->prec, &n);
         for (int i = 0; i < n; i++)
             if (cfgs[i].id == pp->mm.cfg) bm = cfgs[i].bm, bn = cfgs[i].bn;
