@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Per-kernel GPU time of one training step of the fast trainer, with Nsight Compute (ncu):
-# profiles the kernels of steps 21..23 of a short run (after the graphs are captured) and
+# profiles 40 kernels from the 251st launch on (after the graphs are captured; up to 30 epochs of at
+# most 40 steps, so that a model of few steps an epoch gets there too) and
 # prints one line per kernel: name and duration in microseconds.
 #   bash dev/profile_step.sh [train_mlp_fast flags...]      e.g. -m 784,1024,1024,10 -a relu -b 256
 # TRAINER: the binary (default ./train_mlp_fast); DATA: the dataset directory (default: the first of
@@ -16,7 +17,7 @@ fi
 out=$(mktemp)
 ncu --clock-control none --graph-profiling node --metrics gpu__time_duration.sum --csv --print-units base \
     --launch-skip 250 --launch-count 40 \
-    "$TRAINER" -d "$DATA" -n 1 -t 40 -v 40 -o /tmp/profile_step.csv "$@" >"$out" 2>&1
+    "$TRAINER" -d "$DATA" -n 30 -t 40 -v 40 -o /tmp/profile_step.csv "$@" >"$out" 2>&1
 python3 - "$out" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]

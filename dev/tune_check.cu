@@ -12,15 +12,19 @@ the GPU: a product tuned through matmul_fast_tune_cached, saved, opened again, a
     e.g. dev/bin/tune_check                          (784,1024,1024,10 at 256 and 784,4096,4096,10 at 1024)
          dev/bin/tune_check 784,2048,2048,2048,10 512
          dev/bin/tune_check --times fp32|tf32 SIZES B ... > times.csv   (every plan timed: fit_plan.py --times)
+         dev/bin/tune_check --families SIZES B ...      (the copies' kernels, every configuration: CSV)
 
 A check fails (and the exit status is 1) where the tune finds nothing although the cost model has a
 plan, where its pick is more than 10 % slower than the cost model's plan timed alike (the cost
 model's plan is one of its candidates), where one product's tune takes more than 0.3 s, or where the
 cache does not give back what was tuned. Ends with "N passed, N failed".
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <functional>
 
 #include "../kernels/common.cuh"               // cudaCheck, require_gpu
 #include "../kernels/fast/matmul/tune.h"
@@ -155,7 +159,104 @@ static void print_times(const int *sizes, int L, int B, int tf) {
     }
 }
 
+// --families SIZES B: every configuration of the copies' kernels on every product of the model, timed
+// alone: -x 1's K-major TF32 kernel (kmajor_tf32.cu) and -x 2's BF16-copies kernels (copies_bf16.cu),
+// each beside the cost model's tiled plan in that precision and the configuration the trainer's plan
+// takes (marked *): the data to choose those families' tiles by. Operands of the right sizes, values
+// of no importance to the time (the same bytes in every run).
+static float family_time(cudaEvent_t e0, cudaEvent_t e1, const std::function<void(void)> &launch) {
+    for (int i = 0; i < 3; i++) launch();
+    float best = INFINITY;
+    for (int rep = 0; rep < 3; rep++) {
+        cudaCheck(cudaEventRecord(e0));
+        for (int i = 0; i < 10; i++) launch();
+        cudaCheck(cudaEventRecord(e1));
+        cudaCheck(cudaEventSynchronize(e1));
+        float ms;
+        cudaCheck(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms * 100.0f < best) best = ms * 100.0f;   // microseconds a launch
+    }
+    return best;
+}
+
+static void print_families(const int *sizes, int L, int B) {
+    size_t most = 0;
+    for (int l = 0; l <= L; l++) {
+        const size_t a = (size_t)B * sizes[l], w = (size_t)sizes[l] * (l < L ? sizes[l + 1] : 1);
+        most = a > most ? a : most;
+        most = w > most ? w : most;
+    }
+    float *A, *Bm, *C;
+    cudaCheck(cudaMalloc(&A, most * sizeof(float)));
+    cudaCheck(cudaMalloc(&Bm, most * sizeof(float)));
+    cudaCheck(cudaMalloc(&C, most * sizeof(float)));
+    cudaCheck(cudaMemset(A, 0x3c, most * sizeof(float)));
+    cudaCheck(cudaMemset(Bm, 0x3c, most * sizeof(float)));
+    cudaEvent_t e0, e1;
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
+    MatmulFastEpi epi;
+    memset(&epi, 0, sizeof(epi));
+    int nbf;
+    const MatmulFastCfg *bf = matmul_fast_bf16_configs(&nbf);
+    printf("prod,M,N,K,family,cfg,tile,us,picked\n");
+    for (int l = 0; l < L; l++) {
+        const int IN = sizes[l], OUT = sizes[l + 1];
+        const int shapes[3][3] = {{B, OUT, IN}, {B, IN, OUT}, {OUT, IN, B}};
+        for (int prod = 0; prod < 3; prod++) {
+            if (prod == MF_DINP && l == 0) continue;
+            const int M = shapes[prod][0], N = shapes[prod][1], K = shapes[prod][2];
+            const MfProduct pr = (MfProduct)prod;
+            const char *name = PRODUCT_NAMES[prod];
+            for (int t = 0; t < 2; t++) {   // the tiled kernels' cost-model plans, TF32 and BF16
+                const int tf32 = t ? MF_BF16 : prod == MF_FWD ? MF_TF32_EXACT : MF_TF32_ROUND;
+                const MatmulFastPlan p = matmul_fast_plan(pr, M, N, K, tf32, prod == MF_DWEIGHT);
+                if (p.cfg >= 0)
+                    printf("%s,%d,%d,%d,%s,%d,x%d,%.2f,\n", name, M, N, K, t ? "bf16-tiled" : "tf32-tiled", p.cfg,
+                           p.splits, matmul_fast_time_plan(pr, &p, M, N, K, tf32));
+            }
+            const int kpick = matmul_fast_tf32k_fits(M, N, K) ? matmul_fast_tf32k_cfg(pr) : -1;
+            for (int c = 0; c < matmul_fast_tf32k_num_cfgs() && K % 4 == 0; c++) {
+                int bm = 0, bn = 0;
+                matmul_fast_tf32k_tile(c, &bm, &bn);
+                const float us = family_time(e0, e1, [&] {
+                    matmul_fast_tf32k_run_cfg(c, C, A, Bm, M, N, K, &epi, NULL, 0, 0);
+                });
+                printf("%s,%d,%d,%d,tf32-kmajor,%d,%dx%d,%.2f,%s\n", name, M, N, K, c, bm, bn, us, c == kpick ? "*" : "");
+            }
+            const int bpick = matmul_fast_bf16_plan(pr, M, N, K);
+            for (int c = 0; c < nbf && matmul_fast_bf16_fits(pr, M, N, K); c++) {
+                if (bf[c].bk == 64 && !matmul_fast_target()->wgmma) continue;
+                const float us = family_time(e0, e1, [&] {
+                    matmul_fast_bf16_run(pr, bf[c].id, C, (const __nv_bfloat16 *)A, (const __nv_bfloat16 *)Bm, M, N, K,
+                                         &epi, NULL, 0, 0);
+                });
+                printf("%s,%d,%d,%d,bf16-copies,%d,%dx%d,%.2f,%s\n", name, M, N, K, bf[c].id, bf[c].bm, bf[c].bn, us,
+                       bf[c].id == bpick ? "*" : "");
+            }
+        }
+    }
+    cudaCheck(cudaEventDestroy(e0));
+    cudaCheck(cudaEventDestroy(e1));
+    cudaCheck(cudaFree(A));
+    cudaCheck(cudaFree(Bm));
+    cudaCheck(cudaFree(C));
+}
+
 int main(int argc, char **argv) {
+    if (argc > 3 && argc % 2 == 0 && strcmp(argv[1], "--families") == 0) {   // --families SIZES B ...
+        require_gpu();
+        for (int i = 2; i + 1 < argc; i += 2) {
+            int sizes[MAX_LAYERS + 1], L = 0;
+            char err[256];
+            if (parse_layers(argv[i], sizes, &L, err, sizeof(err)) != 0 || atoi(argv[i + 1]) < 1) {
+                fprintf(stderr, "error: %s ---> try: dev/bin/tune_check --families 784,2048,2048,2048,10 512\n", err);
+                return 2;
+            }
+            print_families(sizes, L, atoi(argv[i + 1]));
+        }
+        return 0;
+    }
     if (argc > 2 && strcmp(argv[1], "--times") == 0) {   // --times fp32|tf32 SIZES B ...: the CSV above
         const int tf = strcmp(argv[2], "tf32") == 0;
         if (!tf && strcmp(argv[2], "fp32") != 0) {
