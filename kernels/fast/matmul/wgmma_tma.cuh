@@ -151,8 +151,7 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 mf_tma_encoder(void) {
 static inline void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int K, int box_rows) {
     const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
     if (encode == NULL) {
-        fprintf(stderr, "error: the TMA needs the driver's cuTensorMapEncodeTiled, which this driver does not give "
-                "(the trainer: MLP_TF32K_CFGS picks a configuration without it)\n");
+        fprintf(stderr, "error: the TMA needs the driver's cuTensorMapEncodeTiled, which this driver does not give\n");
         exit(EXIT_FAILURE);
     }
     const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K * sizeof(float)};
