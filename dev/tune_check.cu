@@ -244,7 +244,12 @@ static void print_families(const int *sizes, int L, int B) {
 }
 
 int main(int argc, char **argv) {
-    if (argc > 3 && argc % 2 == 0 && strcmp(argv[1], "--families") == 0) {   // --families SIZES B ...
+    if (argc > 1 && strcmp(argv[1], "--families") == 0) {   // --families SIZES B ...
+        if (argc < 4 || argc % 2 != 0) {
+            fprintf(stderr, "error: --families takes models as pairs SIZES B ---> try: dev/bin/tune_check --families "
+                            "784,2048,2048,2048,10 512\n");
+            return 2;
+        }
         require_gpu();
         for (int i = 2; i + 1 < argc; i += 2) {
             int sizes[MAX_LAYERS + 1], L = 0;
