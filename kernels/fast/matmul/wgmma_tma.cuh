@@ -145,47 +145,39 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 mf_tma_encoder(void) {
     return encode;
 }
 
-// The tensor map of a K-major operand X (rows x K, TF32 values, rows K floats apart): boxes of 32 k
-// (128 bytes) x box_rows rows, 128-byte swizzle (the layout the wgmma descriptors read), zeros outside.
-// The kernel below takes boxes of 128 rows; dev/cuda/phase_tma.cu smaller ones.
-static inline void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int K, int box_rows) {
+// The tensor map of a row-major matrix of `outer` rows of `inner` values (type, `bytes` each), in boxes
+// of box_inner x box_outer (box_inner x bytes = 128: one swizzle row), 128-byte swizzle (the layout
+// the wgmma descriptors read), zeros outside the matrix
+static inline void mf_tensor_map_2d(CUtensorMap *map, CUtensorMapDataType type, int bytes, const void *X, int inner,
+                                    int outer, int box_inner, int box_outer) {
     const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
     if (encode == NULL) {
         fprintf(stderr, "error: the TMA needs the driver's cuTensorMapEncodeTiled, which this driver does not give\n");
         exit(EXIT_FAILURE);
     }
-    const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)rows}, stride[1] = {(cuuint64_t)K * sizeof(float)};
-    const cuuint32_t box[2] = {32, (cuuint32_t)box_rows}, estride[2] = {1, 1};
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)X, dim, stride, box, estride,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const cuuint64_t dim[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, stride[1] = {(cuuint64_t)inner * bytes};
+    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer}, estride[2] = {1, 1};
+    const CUresult r = encode(map, type, 2, (void *)X, dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "error: the TMA: cuTensorMapEncodeTiled failed (%d) on a %d x %d operand, boxes of %d rows\n",
-                (int)r, rows, K, box_rows);
+        fprintf(stderr, "error: the TMA: cuTensorMapEncodeTiled failed (%d) on a %d x %d operand, boxes of %d x %d\n",
+                (int)r, outer, inner, box_outer, box_inner);
         exit(EXIT_FAILURE);
     }
 }
 
-// The tensor map of a BF16 operand for the kernel below, 128-byte swizzle, zeros outside: K-major
-// (kc: X(d, k) = X[d * K + k], D x K) in boxes of 64 k (128 bytes) x box_rows rows, the layout the
-// K-major descriptors read; MN-major (X(d, k) = X[k * D + d]) in boxes of 64 d (128 bytes) x 64 k-rows,
-// each box one 8192-byte panel of the MN-major layout (kernels/fast/matmul/wgmma_kmajor.cuh).
+// The tensor map of a K-major operand X (rows x K, TF32 values, rows K floats apart): boxes of 32 k
+// (128 bytes) x box_rows rows. The kernel below takes boxes of 128 rows; dev/cuda/phase_tma.cu smaller ones.
+static inline void mf_tensor_map(CUtensorMap *map, const float *X, int rows, int K, int box_rows) {
+    mf_tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, X, K, rows, 32, box_rows);
+}
+
+// The tensor map of a BF16 operand for the kernel below: K-major (kc: X(d, k) = X[d * K + k], D x K) in
+// boxes of 64 k (128 bytes) x box_rows rows; MN-major (X(d, k) = X[k * D + d]) in boxes of 64 d (128
+// bytes) x 64 k-rows, each box one 8192-byte panel of the MN-major layout (kernels/fast/matmul/wgmma_kmajor.cuh).
 static inline void mf_tensor_map_b16(CUtensorMap *map, const __nv_bfloat16 *X, int D, int K, bool kc, int box_rows) {
-    const PFN_cuTensorMapEncodeTiled_v12000 encode = mf_tma_encoder();
-    if (encode == NULL) {
-        fprintf(stderr, "error: the TMA needs the driver's cuTensorMapEncodeTiled, which this driver does not give\n");
-        exit(EXIT_FAILURE);
-    }
-    const int inner = kc ? K : D, outer = kc ? D : K;
-    const cuuint64_t dim[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, stride[1] = {(cuuint64_t)inner * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)(kc ? box_rows : 64)}, estride[2] = {1, 1};
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)X, dim, stride, box, estride,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "error: the TMA: cuTensorMapEncodeTiled failed (%d) on a %d x %d BF16 operand\n", (int)r, D, K);
-        exit(EXIT_FAILURE);
-    }
+    mf_tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, X, kc ? K : D, kc ? D : K, 64, kc ? box_rows : 64);
 }
 
 // bytes of dynamic shared memory: the stages, their barriers, 1024 to align the atoms
