@@ -1768,6 +1768,38 @@ static void test_plan_precision(void) {
     matmul_fast_set_target(NULL);
 }
 
+// -x 2's large products take the TMA kernel (copies_bf16.cu, the configuration named "by TMA") on a GPU
+// planned for with the TMA, and another BF16-copies kernel where it has none (whose driver cannot make
+// tensor maps: the launch would stop with an error) or no wgmma: the big model's three products on
+// each described GPU
+static void test_plan_bf16_tma(void) {
+    int ncfg;
+    const MatmulFastCfg *cfgs = matmul_fast_bf16_configs(&ncfg);
+    int tma_rows = 0;
+    for (int i = 0; i < ncfg; i++) tma_rows += strstr(cfgs[i].name, "by TMA") != NULL;
+    if (tma_rows == 0) {
+        skip("this build has no BF16 TMA configuration (no sm_90a code)");
+        return;
+    }
+    static const int shapes[3][3] = {{1024, 4096, 4096}, {1024, 4096, 4096}, {4096, 4096, 1024}};
+    for (size_t g = 0; g < sizeof(plan_gpus) / sizeof(plan_gpus[0]); g++) {
+        matmul_fast_set_target(&plan_gpus[g].t);
+        const MfTarget &t = plan_gpus[g].t;
+        int wrong = 0;
+        for (int prod = MF_FWD; prod <= MF_DWEIGHT; prod++) {
+            const int cfg = matmul_fast_bf16_plan((MfProduct)prod, shapes[prod][0], shapes[prod][1], shapes[prod][2]);
+            const MatmulFastCfg *c = NULL;
+            for (int i = 0; i < ncfg; i++)
+                if (cfgs[i].id == cfg) c = &cfgs[i];
+            const int tma = c != NULL && strstr(c->name, "by TMA") != NULL;
+            wrong += c == NULL || tma != (t.wgmma && t.tma) || (!t.wgmma && c->bk == 64);
+        }
+        check(wrong == 0, "-x 2, the big model's products on %s: %s (%d wrong)", plan_gpus[g].name,
+              t.wgmma && t.tma ? "the TMA kernel" : t.wgmma ? "wgmma without the TMA" : "mma.sync", wrong);
+    }
+    matmul_fast_set_target(NULL);
+}
+
 // The models the fused step takes and those it leaves to the graph path, with the reason
 static void test_fused_plan(void) {
     const int small[] = {784, 128, 10}, deep[] = {784, 128, 64, 10}, odd_in[] = {23, 128, 10},
@@ -2078,6 +2110,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
     section("the step plan (host only: described GPUs)");
     CASE(test_plan_coverage());
     CASE(test_plan_precision());
+    CASE(test_plan_bf16_tma());
     const char *missing = gpu_missing();
     if (missing) {
         printf("\nno CUDA GPU here (%s): only the CPU side can run. Its loss at each step:\n", missing);
@@ -2164,6 +2197,7 @@ int main(int argc, char **argv) {
     section("the step plan (host only: described GPUs)");
     CASE(test_plan_coverage());
     CASE(test_plan_precision());
+    CASE(test_plan_bf16_tma());
     const char *missing = gpu_missing();
     if (missing) {
         section("GPU checks");
