@@ -21,8 +21,7 @@ kernels/fast/ops/gather.cuh: the fast trainer's batch gather. Simple twin: gathe
 enum { GATHER_FP32 = 0, GATHER_TF32 = 1, GATHER_PIXELS = 2 };
 
 // one input value: the pixel / 255, a division, as the CPU does (the same float, bit for bit), rounded
-// to TF32 with GATHER_TF32, the byte with GATHER_PIXELS (also dev/persistent/persistent.cuh's gather,
-// with GATHER_FP32)
+// to TF32 with GATHER_TF32, the byte with GATHER_PIXELS (the fused steps' gathers call it too)
 __device__ __forceinline__ float pixel_value(uint8_t p, int mode) {
     if (mode == GATHER_PIXELS) return (float)p;
     // (a zero pixel, half of Fashion-MNIST's, is 0 without the division: 0 / 255 is +0 all the same, and
