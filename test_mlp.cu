@@ -1768,7 +1768,7 @@ static void test_plan_precision(void) {
     matmul_fast_set_target(NULL);
 }
 
-// -x 2's large products take the TMA kernel (copies_bf16.cu, the configuration named "by TMA") on a GPU
+// -x 2's large products take the TMA kernel (copies_bf16.cu, matmul_fast_bf16_tma) on a GPU
 // planned for with the TMA, and another BF16-copies kernel where it has none (whose driver cannot make
 // tensor maps: the launch would stop with an error) or no wgmma: the big model's three products on
 // each described GPU
@@ -1776,7 +1776,7 @@ static void test_plan_bf16_tma(void) {
     int ncfg;
     const MatmulFastCfg *cfgs = matmul_fast_bf16_configs(&ncfg);
     int tma_rows = 0;
-    for (int i = 0; i < ncfg; i++) tma_rows += strstr(cfgs[i].name, "by TMA") != NULL;
+    for (int i = 0; i < ncfg; i++) tma_rows += matmul_fast_bf16_tma(cfgs[i].id);
     if (tma_rows == 0) {
         skip("this build has no BF16 TMA configuration (no sm_90a code)");
         return;
@@ -1791,7 +1791,7 @@ static void test_plan_bf16_tma(void) {
             const MatmulFastCfg *c = NULL;
             for (int i = 0; i < ncfg; i++)
                 if (cfgs[i].id == cfg) c = &cfgs[i];
-            const int tma = c != NULL && strstr(c->name, "by TMA") != NULL;
+            const int tma = c != NULL && matmul_fast_bf16_tma(cfg);
             wrong += c == NULL || tma != (t.wgmma && t.tma) || (!t.wgmma && c->bk == 64);
         }
         check(wrong == 0, "-x 2, the big model's products on %s: %s (%d wrong)", plan_gpus[g].name,

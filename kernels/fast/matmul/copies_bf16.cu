@@ -55,12 +55,11 @@ static const MatmulFastCfg mf_bf16ops_cfgs[] = {MF_BF16OPS_CONFIGS(MF_ROW_BF16OP
 #undef MF_ROW_BF16WG
 #undef MF_ROW_BF16TMA
 
-// whether configuration id is a TMA one
-static int mf_bf16_is_tma(int id) {
-#define MF_IS_TMA(ID, WGS, BN, ST, EFF, OCC) if (id == ID) return 1;
+int matmul_fast_bf16_tma(int cfg) {
+#define MF_IS_TMA(ID, WGS, BN, ST, EFF, OCC) if (cfg == ID) return 1;
     MF_BF16TMA_CONFIGS(MF_IS_TMA)
 #undef MF_IS_TMA
-    (void)id;
+    (void)cfg;
     return 0;
 }
 #define MF_NUM_BF16OPS_CFGS ((int)(sizeof(mf_bf16ops_cfgs) / sizeof(mf_bf16ops_cfgs[0])))
@@ -108,7 +107,7 @@ int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K) {
     for (int i = 0; i < MF_NUM_BF16OPS_CFGS; i++) {
         const MatmulFastCfg *c = &mf_bf16ops_cfgs[i];
         if (c->bk == 64 && !matmul_fast_target()->wgmma) continue;   // (the wgmma rows: MF_ROW_BF16WG)
-        if (mf_bf16_is_tma(c->id) && !matmul_fast_target()->tma) continue;
+        if (matmul_fast_bf16_tma(c->id) && !matmul_fast_target()->tma) continue;
         const long tiles = (long)mf_ceil_div(M, c->bm) * mf_ceil_div(N, c->bn);
         const long slots = (long)mf_num_sms() * c->occ;
         if ((float)tiles < mf_bf16_min_fill * (float)slots) continue;
@@ -154,7 +153,6 @@ static bool mf_bf16_launch_layout(int cfg, dim3 grid, int pdl, cudaStream_t stre
         MF_BF16TMA_CONFIGS(MF_CASE)
 #undef MF_CASE
     }
-    (void)grid;
     return false;
 }
 

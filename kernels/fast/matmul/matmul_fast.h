@@ -217,6 +217,9 @@ void matmul_fast_bf16_set_min_fill(float min_fill);
 void matmul_fast_bf16_copy(__nv_bfloat16 *dst, const float *src, size_t n, cudaStream_t stream);
 // its configurations: count, and each one's tile (bm, bn, bk, warp tile tm x tn, st), name and id
 const MatmulFastCfg *matmul_fast_bf16_configs(int *count);
+// whether configuration cfg runs on the TMA kernel (kernels/fast/matmul/wgmma_tma.cuh): only where the GPU
+// planned for has the TMA (MfTarget's tma)
+int matmul_fast_bf16_tma(int cfg);
 // C(M, N) = epi(A . B) with configuration cfg, A and B BF16 as product prod lays them out (their
 // shape must fit: matmul_fast_bf16_fits); out_bf16: NULL, or (M, N) where C is stored again as BF16
 // (MatmulFastBf16's out). pdl as matmul_fast_run.

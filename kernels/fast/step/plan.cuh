@@ -174,8 +174,9 @@ static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
     int bm = 128, bn = 128, n = 0;
     if (pp->family == FAM_TF32_KMAJOR) {
         matmul_fast_tf32k_tile(pp->mm.cfg, &bm, &bn);
-    } else if (pp->family != FAM_BF16_COPIES && pp->family != FAM_WGMMA_BF16_COPIES) {
-        const MatmulFastCfg *cfgs = matmul_fast_configs(pp->prec, &n);
+    } else {   // the tiled kernels' configurations, or the BF16-copies kernels'
+        const int copies = pp->family == FAM_BF16_COPIES || pp->family == FAM_WGMMA_BF16_COPIES;
+        const MatmulFastCfg *cfgs = copies ? matmul_fast_bf16_configs(&n) : matmul_fast_configs(pp->prec, &n);
         for (int i = 0; i < n; i++)
             if (cfgs[i].id == pp->mm.cfg) bm = cfgs[i].bm, bn = cfgs[i].bn;
     }
