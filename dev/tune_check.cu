@@ -243,6 +243,24 @@ static void print_families(const int *sizes, int L, int B) {
     cudaCheck(cudaFree(C));
 }
 
+// the pairs SIZES B from argv[first] on, each parsed and handed to fn; 2 and one line at the first that
+// is not a model and a batch (try: the arguments of an example)
+static int each_model(int argc, char **argv, int first, const char *try_args,
+                      const std::function<void(const int *, int, int)> &fn) {
+    for (int i = first; i + 1 < argc; i += 2) {
+        int sizes[MAX_LAYERS + 1], L = 0;
+        char err[256] = "";
+        if (parse_layers(argv[i], sizes, &L, err, sizeof(err)) == 0 && atoi(argv[i + 1]) < 1)
+            snprintf(err, sizeof(err), "batch '%s': a whole number of at least 1", argv[i + 1]);
+        if (err[0]) {
+            fprintf(stderr, "error: %s ---> try: dev/bin/tune_check %s\n", err, try_args);
+            return 2;
+        }
+        fn(sizes, L, atoi(argv[i + 1]));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--families") == 0) {   // --families SIZES B ...
         if (argc < 4 || argc % 2 != 0) {
@@ -251,16 +269,8 @@ int main(int argc, char **argv) {
             return 2;
         }
         require_gpu();
-        for (int i = 2; i + 1 < argc; i += 2) {
-            int sizes[MAX_LAYERS + 1], L = 0;
-            char err[256];
-            if (parse_layers(argv[i], sizes, &L, err, sizeof(err)) != 0 || atoi(argv[i + 1]) < 1) {
-                fprintf(stderr, "error: %s ---> try: dev/bin/tune_check --families 784,2048,2048,2048,10 512\n", err);
-                return 2;
-            }
-            print_families(sizes, L, atoi(argv[i + 1]));
-        }
-        return 0;
+        return each_model(argc, argv, 2, "--families 784,2048,2048,2048,10 512",
+                          [](const int *sizes, int L, int B) { print_families(sizes, L, B); });
     }
     if (argc > 2 && strcmp(argv[1], "--times") == 0) {   // --times fp32|tf32 SIZES B ...: the CSV above
         const int tf = strcmp(argv[2], "tf32") == 0;
@@ -271,16 +281,8 @@ int main(int argc, char **argv) {
         }
         require_gpu();
         printf("prod,M,N,K,tf32,cfg,splits,us\n");
-        for (int i = 3; i + 1 < argc; i += 2) {
-            int sizes[MAX_LAYERS + 1], L = 0;
-            char err[256];
-            if (parse_layers(argv[i], sizes, &L, err, sizeof(err)) != 0 || atoi(argv[i + 1]) < 1) {
-                fprintf(stderr, "error: %s ---> try: dev/bin/tune_check --times fp32 784,1024,1024,10 256\n", err);
-                return 2;
-            }
-            print_times(sizes, L, atoi(argv[i + 1]), tf);
-        }
-        return 0;
+        return each_model(argc, argv, 3, "--times fp32 784,1024,1024,10 256",
+                          [tf](const int *sizes, int L, int B) { print_times(sizes, L, B, tf); });
     }
     const cudaDeviceProp prop = require_gpu();
     int driver = 0;
