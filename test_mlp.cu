@@ -1726,7 +1726,7 @@ static void test_plan_precision(void) {
     static const struct { const int *sizes; int L, B, ceiling, ask, ranks, want; const char *what; } cases[] = {
         {odd, 3, 2048, 2, PLAN_ASK_FUSED, 1, PREC_TF32, "widths of 2500: no BF16 copies"},
         {deep, 4, 512, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "batch 512: the BF16-copies kernels' 64-row tiles fill the GPU"},
-        {deep, 4, 256, 2, PLAN_ASK_GRAPHS, 1, PREC_TF32, "batch 256: no BF16-copies tile fills the GPU"},
+        {deep, 4, 128, 2, PLAN_ASK_GRAPHS, 1, PREC_TF32, "batch 128: no BF16-copies tile fills the GPU"},
         {wide, 3, 4096, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "batch 4096: they do"},
         {one, 2, 1024, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "one wide hidden layer at batch 1024"},
         {two, 3, 256, 2, PLAN_ASK_FUSED, 1, PREC_BF16, "the fused deep step in BF16"},

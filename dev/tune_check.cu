@@ -215,7 +215,7 @@ static void print_families(const int *sizes, int L, int B) {
                     printf("%s,%d,%d,%d,%s,%d,x%d,%.2f,\n", name, M, N, K, t ? "bf16-tiled" : "tf32-tiled", p.cfg,
                            p.splits, matmul_fast_time_plan(pr, &p, M, N, K, tf32));
             }
-            const int kpick = matmul_fast_tf32k_fits(M, N, K) ? matmul_fast_tf32k_cfg(pr) : -1;
+            const int kpick = matmul_fast_tf32k_fits(M, N, K) ? matmul_fast_tf32k_cfg(pr, M, N) : -1;
             for (int c = 0; c < matmul_fast_tf32k_num_cfgs() && K % 4 == 0; c++) {
                 int bm = 0, bn = 0;
                 matmul_fast_tf32k_tile(c, &bm, &bn);

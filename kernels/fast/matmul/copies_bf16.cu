@@ -22,9 +22,11 @@ Compiled once, linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
 // The wgmma configurations (ID, WGS, BN, ST, EFF, OCC): WGS warpgroups of 64 rows, BN columns, ST
 // stages of BK = 64; built for sm_90a only (MF_WGMMA), where they are the planner's first choice.
 // MF_BF16WG_CONFIGS: matmul_wgmma_ops_kernel (the threads copy the tiles); MF_BF16TMA_CONFIGS:
-// matmul_wgmma_tma_kernel (the TMA copies them, clusters of two blocks share the B tile; 128 x 256
-// only), where the driver can make its tensor maps. 64 x 128 fills the GPU where 128-row tiles leave
-// it half idle (a batch of 512 on 2048 outputs: 128 tiles against 64). EFF of every row (and of
+// matmul_wgmma_tma_kernel (the TMA copies them, clusters of two blocks share the B tile), where the
+// driver can make its tensor maps. 64 x 128 fills the GPU where 128-row tiles leave it half idle (a
+// batch of 512 on 2048 outputs: 128 tiles against 64); the TMA kernel's 192- and 128-wide tiles fill
+// the last wave where 256-wide ones leave it part idle (4096 x 1536: 192 tiles of 128 x 256 on 132 SMs
+// are 1.45 waves, 256 of 128 x 192 are 1.94). EFF of every row (and of
 // mma_bf16.cuh's) fitted to each configuration's time on the products of a spread of models on an
 // H200 (dev/bin/tune_check --families; doc/fast.md): the planner's pick is within 4 % of the fastest
 // on each of them.
@@ -34,7 +36,9 @@ Compiled once, linked into the fast trainer, test_mlp and dev/cuda's benchmarks.
     X(11, 2, 128, 4, 2.6f, 1)         \
     X(12, 1, 128, 4, 2.0f, 1)
 #define MF_BF16TMA_CONFIGS(X)         \
-    X(14, 2, 256, 4, 4.5f, 1)
+    X(14, 2, 256, 4, 4.5f, 1)         \
+    X(15, 2, 192, 5, 4.5f, 1)         \
+    X(16, 2, 128, 6, 4.5f, 1)
 #else
 #define MF_BF16WG_CONFIGS(X)
 #define MF_BF16TMA_CONFIGS(X)
@@ -65,8 +69,10 @@ int matmul_fast_bf16_tma(int cfg) {
 #define MF_NUM_BF16OPS_CFGS ((int)(sizeof(mf_bf16ops_cfgs) / sizeof(mf_bf16ops_cfgs[0])))
 
 // the least share of the GPU's first wave of blocks the BF16-operand tiles must fill to be taken
-// (matmul_fast_bf16_plan); tests set it to 0 to run these kernels on small shapes
-static float mf_bf16_min_fill = 0.5f;
+// (matmul_fast_bf16_plan); tests set it to 0 to run these kernels on small shapes. (The FP32-operand
+// kernels' K splits win at 0.42: a batch of 448 on 1024 outputs, 56 tiles of 64 x 128 on 132 SMs;
+// the 128 x 128 TMA tiles win at 0.48: 512 on 2048, 64 tiles. doc/fast.md.)
+static float mf_bf16_min_fill = 0.45f;
 
 static __global__ void mf_bf16_copy_kernel(unsigned short *dst, const float *src, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -146,9 +152,9 @@ static bool mf_bf16_launch_layout(int cfg, dim3 grid, int pdl, cudaStream_t stre
 #undef MF_CASE
 #define MF_CASE(ID, WGS, BN, ST, EFF, OCC)                                                                      \
     case ID:                                                                                                    \
-        static_assert(WGS == 2 && BN == 256, "the TMA kernel's tile is 128 x 256");                             \
-        mf_tma_launch<__nv_bfloat16, ST, 1, A_KC, B_KC>(pdl, stream, C, A, B, M, N, K, vec, epi, (float *)NULL,  \
-                                                        out_bf16);                                              \
+        static_assert(WGS == 2, "the TMA kernel's tiles are 128 rows");                                         \
+        mf_tma_launch<__nv_bfloat16, BN, ST, 1, A_KC, B_KC>(pdl, stream, C, A, B, M, N, K, vec, epi,            \
+                                                            (float *)NULL, out_bf16);                           \
         return true;
         MF_BF16TMA_CONFIGS(MF_CASE)
 #undef MF_CASE

@@ -17,8 +17,9 @@ and dev/cuda's benchmarks.
 #include "wgmma_kmajor.cuh"  // matmul_wgmma_ops_kernel, matmul_wgmma_tf32p_kernel
 #include "wgmma_tma.cuh"     // matmul_wgmma_tma_kernel, mf_tma_launch
 
-// The configurations (ID, warpgroups, BN, stages of 32 k, P). All three products take the TMA one in
-// clusters of two, 4, the fastest of them on the trainer's products (doc/fast.md); where the driver
+// The configurations (ID, warpgroups, BN, stages of 32 k, P, EFF). The products take the TMA kernel in
+// clusters of two (P = 2), the fastest of them on the trainer's products (doc/fast.md), in the width
+// whose tiles cost least (mf_tf32k_tma_pick: waves of 128 x BN tiles x BN / EFF); where the driver
 // gives no way to make its tensor maps, the forward and dinp products take the first and dweight the
 // persistent one, 3 (matmul_fast_tf32k_cfg). test_mlp runs every one (matmul_fast_tf32k_run_cfg).
 // P = 1: the persistent kernel (matmul_wgmma_tf32p_kernel: the epilogue beside the next tile's
@@ -26,18 +27,24 @@ and dev/cuda's benchmarks.
 // more from L2 than 128 x 256 ones, which costs the forward and dinp products more than the overlap
 // gains them; dweight's SGD epilogue, six floats a weight, gains more. P = 2: the TMA kernel in
 // clusters of two blocks that share the B tile (matmul_wgmma_tma_kernel); P = 3 the same without
-// clusters.
+// clusters. EFF: the TMA tiles' relative speed a column, fitted to each one's time alone on the
+// products of a spread of models (dev/bin/tune_check --families; doc/fast.md): a narrower tile reads
+// more of the operands from L2 per product, and fills the last wave better.
 #define MF_TF32K_CONFIGS(X) \
-    X(0, 2, 256, 4, 0)   /* 128 x 256, 193 KB: one block an SM */ \
-    X(1, 2, 128, 3, 0)   /* 128 x 128, 97 KB: two blocks an SM, one's epilogue beside the other's products */ \
-    X(2, 1, 128, 4, 0)   /* 64 x 128, 97 KB: two blocks an SM */ \
-    X(3, 2, 128, 4, 1)   /* 128 x 128 persistent, 197 KB, the epilogue in warpgroups of its own */ \
-    X(4, 2, 256, 4, 2)   /* 128 x 256 by TMA, two blocks sharing B, 193 KB */ \
-    X(5, 2, 256, 4, 3)   /* the same without clusters: each block brings its own B */
+    X(0, 2, 256, 4, 0, 0.0f)   /* 128 x 256, 193 KB: one block an SM */ \
+    X(1, 2, 128, 3, 0, 0.0f)   /* 128 x 128, 97 KB: two blocks an SM, one's epilogue beside the other's products */ \
+    X(2, 1, 128, 4, 0, 0.0f)   /* 64 x 128, 97 KB: two blocks an SM */ \
+    X(3, 2, 128, 4, 1, 0.0f)   /* 128 x 128 persistent, 197 KB, the epilogue in warpgroups of its own */ \
+    X(4, 2, 256, 4, 2, 1.0f)   /* 128 x 256 by TMA, two blocks sharing B, 193 KB */ \
+    X(5, 2, 256, 4, 3, 0.0f)   /* the same without clusters: each block brings its own B */ \
+    X(6, 2, 192, 5, 2, 0.97f)  /* 128 x 192 by TMA, two blocks sharing B, 201 KB */ \
+    X(7, 2, 128, 6, 2, 0.88f)  /* 128 x 128 by TMA, two blocks sharing B, 193 KB */
 
 // the least share of the GPU's SMs the tiles must fill to be taken (matmul_fast_tf32k_fits); tests set
-// it to 0 to run these kernels on small shapes
-static float mf_tf32k_min_fill = 0.5f;
+// it to 0 to run these kernels on small shapes. (At 0.42, 56 tiles of 128 x 128 for the weight
+// gradient of 1000 x 784 over a batch of 8192, this kernel is still well ahead of the FP32-operand
+// kernels' K splits: doc/fast.md.)
+static float mf_tf32k_min_fill = 0.4f;
 
 // the persistent configuration's grid: at most this many blocks (0: one an SM); tests set it low so that
 // each block takes several tiles
@@ -55,17 +62,31 @@ float matmul_fast_tf32k_set_min_fill(float min_fill) {
     return old;
 }
 
+// the table's rows as data, for the functions that choose among them
+typedef struct { int id, wgs, bn, p; float eff; } MfTf32kRow;
+static const MfTf32kRow mf_tf32k_rows[] = {
+#define MF_ROW(ID, WGS, BN, ST, P, EFF) {ID, WGS, BN, P, EFF},
+    MF_TF32K_CONFIGS(MF_ROW)
+#undef MF_ROW
+};
+#define MF_TF32K_NUM_ROWS ((int)(sizeof(mf_tf32k_rows) / sizeof(mf_tf32k_rows[0])))
+
 void matmul_fast_tf32k_tile(int cfg, int *bm, int *bn) {
-#define MF_TILE(ID, WGS, BN, ST, P) if (cfg == ID) *bm = 64 * WGS, *bn = BN;
-    MF_TF32K_CONFIGS(MF_TILE)
-#undef MF_TILE
+    for (int i = 0; i < MF_TF32K_NUM_ROWS; i++)
+        if (mf_tf32k_rows[i].id == cfg) *bm = 64 * mf_tf32k_rows[i].wgs, *bn = mf_tf32k_rows[i].bn;
 }
 
-// the fill counts the first configuration's 128 x 256 tiles, whichever the product takes
+static int mf_tf32k_tma_pick(int M, int N);
+
+// the fill counts the tiles of the configuration the product takes (the TMA kernel's pick), or without
+// the TMA the first configuration's, 128 x 256
 int matmul_fast_tf32k_fits(int M, int N, int K) {
 #if defined(MF_WGMMA)
     if (M <= 0 || N <= 0 || K <= 0 || K % 4 != 0 || !matmul_fast_target()->wgmma) return 0;
-    const long tiles = (long)mf_ceil_div(M, 128) * mf_ceil_div(N, 256);
+    const int pick = mf_tf32k_tma_pick(M, N);
+    int bm = 128, bn = 256;
+    if (pick >= 0) matmul_fast_tf32k_tile(pick, &bm, &bn);
+    const long tiles = (long)mf_ceil_div(M, bm) * mf_ceil_div(N, bn);
     return (float)tiles >= mf_tf32k_min_fill * (float)mf_num_sms();
 #else
     (void)M, (void)N, (void)K;
@@ -74,43 +95,41 @@ int matmul_fast_tf32k_fits(int M, int N, int K) {
 }
 
 int matmul_fast_tf32k_persistent_cfg(void) {
-#define MF_PERSISTENT(ID, WGS, BN, ST, P) if (P == 1) return ID;
-    MF_TF32K_CONFIGS(MF_PERSISTENT)
-#undef MF_PERSISTENT
+    for (int i = 0; i < MF_TF32K_NUM_ROWS; i++)
+        if (mf_tf32k_rows[i].p == 1) return mf_tf32k_rows[i].id;
     return -1;
 }
 
-int matmul_fast_tf32k_num_cfgs(void) {
-    int n = 0;
-#define MF_COUNT(ID, WGS, BN, ST, P) n++;
-    MF_TF32K_CONFIGS(MF_COUNT)
-#undef MF_COUNT
-    return n;
-}
+int matmul_fast_tf32k_num_cfgs(void) { return MF_TF32K_NUM_ROWS; }
 
-// the TMA configuration in clusters of two, where the driver can make its tensor maps; else -1
-static int mf_tf32k_tma_cfg(void) {
+// The TMA configuration in clusters of two whose tiles cost least for C (M, N), where the driver can
+// make its tensor maps; else -1. One block an SM: a configuration costs its waves of tiles x BN / EFF
+// (the tiles are all 128 rows, and K is the same for each).
+static int mf_tf32k_tma_pick(int M, int N) {
+    int best = -1;
 #if defined(MF_WGMMA)
     if (!matmul_fast_target()->tma) return -1;
-#define MF_TMA(ID, WGS, BN, ST, P) if (P == 2) return ID;
-    MF_TF32K_CONFIGS(MF_TMA)
-#undef MF_TMA
+    float best_cost = 0.0f;
+    const long sms = mf_num_sms();
+    for (int i = 0; i < MF_TF32K_NUM_ROWS; i++) {
+        const MfTf32kRow *r = &mf_tf32k_rows[i];
+        if (r->p != 2) continue;
+        const long tiles = (long)mf_ceil_div(M, 64 * r->wgs) * mf_ceil_div(N, r->bn);
+        const float cost = (float)((tiles + sms - 1) / sms) * (float)r->bn / r->eff;
+        if (best < 0 || cost < best_cost) best = r->id, best_cost = cost;
+    }
+#else
+    (void)M, (void)N;
 #endif
-    return -1;
+    return best;
 }
 
-// the picks (forward, dinp, dweight): the TMA configuration for all three, or without it 0, 0 and the
-// persistent configuration
-typedef struct { int cfg[3]; } MfTf32kPicks;
-static MfTf32kPicks mf_tf32k_picks(void) {
-    const int tma = mf_tf32k_tma_cfg();
-    MfTf32kPicks p = {{0, 0, matmul_fast_tf32k_persistent_cfg()}};
-    if (tma >= 0) p = {{tma, tma, tma}};
-    return p;
-}
-
-int matmul_fast_tf32k_cfg(MfProduct prod) {
-    return mf_tf32k_picks().cfg[prod];
+// the pick for product prod of C (M, N): the TMA kernel's, or without it 0 for forward and dinp and
+// the persistent configuration for dweight
+int matmul_fast_tf32k_cfg(MfProduct prod, int M, int N) {
+    const int tma = mf_tf32k_tma_pick(M, N);
+    if (tma >= 0) return tma;
+    return prod == MF_DWEIGHT ? matmul_fast_tf32k_persistent_cfg() : 0;
 }
 
 #if defined(MF_WGMMA)
@@ -120,8 +139,8 @@ template <int WGS, int BN, int ST, int P>
 static void mf_tf32k_launch(int pdl, cudaStream_t stream, float *C, const float *A, const float *B, int M, int N, int K,
                             int vec, const MatmulFastEpi &epi, float *param_t) {
     if constexpr (P >= 2) {
-        static_assert(WGS == 2 && BN == 256, "the TMA kernel's tile is 128 x 256");
-        mf_tma_launch<float, ST, P == 2, true, true>(pdl, stream, C, A, B, M, N, K, vec, epi, param_t, nullptr);
+        static_assert(WGS == 2, "the TMA kernel's tiles are 128 rows");
+        mf_tma_launch<float, BN, ST, P == 2, true, true>(pdl, stream, C, A, B, M, N, K, vec, epi, param_t, nullptr);
     } else if constexpr (P == 1) {
         const int tiles = mf_ceil_div(N, BN) * mf_ceil_div(M, 128);
         const int cap = mf_tf32k_grid_cap > 0 ? mf_tf32k_grid_cap : mf_num_sms();
@@ -163,7 +182,7 @@ void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B
         exit(EXIT_FAILURE);
     }
     switch (cfg) {
-#define MF_CASE(ID, WGS, BN, ST, P)                                                                              \
+#define MF_CASE(ID, WGS, BN, ST, P, EFF)                                                                         \
     case ID:                                                                                                     \
         mf_tf32k_launch<WGS, BN, ST, P>(pdl, stream, C, A, B, M, N, K, vec, *epi, param_t);                      \
         break;
@@ -180,5 +199,5 @@ void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B
 
 void matmul_fast_tf32k_run(MfProduct prod, float *C, const float *A, const float *B, int M, int N, int K,
                            const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream) {
-    matmul_fast_tf32k_run_cfg(matmul_fast_tf32k_cfg(prod), C, A, B, M, N, K, epi, param_t, pdl, stream);
+    matmul_fast_tf32k_run_cfg(matmul_fast_tf32k_cfg(prod, M, N), C, A, B, M, N, K, epi, param_t, pdl, stream);
 }

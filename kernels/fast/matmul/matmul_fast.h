@@ -208,7 +208,7 @@ int matmul_fast_large_cfg(MfProduct prod, int tf32);
 int matmul_fast_bf16_fits(MfProduct prod, int M, int N, int K);
 // the configuration the launchers above take for this shape, or -1: they then run the FP32-operand
 // kernels. It is taken when it fits and its tiles fill at least min_fill of the GPU's first wave of
-// blocks (matmul_fast_bf16_set_min_fill; 0.5 unless set), where fewer, split-K tiles of the other
+// blocks (matmul_fast_bf16_set_min_fill; 0.45 unless set), where fewer, split-K tiles of the other
 // kernels are faster.
 int matmul_fast_bf16_plan(MfProduct prod, int M, int N, int K);
 void matmul_fast_bf16_set_min_fill(float min_fill);
@@ -235,11 +235,11 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
 // TF32 values (round_tf32 applied by whoever wrote them), which the kernel takes as they are.
 
 // whether this build has the kernel, K is a multiple of 4 (16-byte copies), and the tiles fill at least
-// min_fill of the GPU's SMs (matmul_fast_tf32k_set_min_fill, which returns the one before; 0.5
+// min_fill of the GPU's SMs (matmul_fast_tf32k_set_min_fill, which returns the one before; 0.4
 // unless set): below that the other kernels' K splits win, as for the BF16 copies
 int matmul_fast_tf32k_fits(int M, int N, int K);
 float matmul_fast_tf32k_set_min_fill(float min_fill);
-// The product, in the configuration the kernel's table picks for prod (matmul_fast_tf32k_cfg); A and
+// The product, in the configuration matmul_fast_tf32k_cfg picks for it; A and
 // B 16-byte aligned; pdl as matmul_fast_run. With MF_EPI_SGD (a weight gradient, C = dW) the kernel
 // steps W in its epilogue, on float4s where N % 4 == 0 and the pointers allow it; C may then be NULL
 // (the gradient is not stored); param_t: NULL, or W^T (N, M), where the new weights are also stored
@@ -251,7 +251,8 @@ void matmul_fast_tf32k_run(MfProduct prod, float *C, const float *A, const float
 void matmul_fast_tf32k_run_cfg(int cfg, float *C, const float *A, const float *B, int M, int N, int K,
                                const MatmulFastEpi *epi, float *param_t, int pdl, cudaStream_t stream);
 int matmul_fast_tf32k_num_cfgs(void);
-int matmul_fast_tf32k_cfg(MfProduct prod);
+// the configuration product prod of C (M, N) takes: the TMA kernel in the width whose tiles cost least
+int matmul_fast_tf32k_cfg(MfProduct prod, int M, int N);
 // configuration cfg's tile: rows *bm, columns *bn (left as they are for no such configuration)
 void matmul_fast_tf32k_tile(int cfg, int *bm, int *bn);
 // the persistent configuration's ID (one block an SM, each taking tiles in turn), and its grid at most

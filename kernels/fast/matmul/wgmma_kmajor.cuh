@@ -95,20 +95,24 @@ __device__ __forceinline__ uint64_t mf_wgb16_desc(unsigned sa, bool mn_major) {
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// the 128 accumulators of a thread in a 64 x 256 wgmma: their operand list in the assembly, and the
-// asm statement's outputs d[0] .. d[127]
-#define MF_WG_REGS128 \
+// the 96 and 128 accumulators of a thread in a 64 x 192 and a 64 x 256 wgmma: their operand lists in
+// the assembly, and the asm statement's outputs d[0] .. d[95], d[0] .. d[127]
+#define MF_WG_REGS96 \
     MF_WG_REGS64 "," \
-    "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79," \
-    "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95," \
-    "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111," \
-    "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-#define MF_WG_OUTS128 \
+    "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79" "," \
+    "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95"
+#define MF_WG_OUTS96 \
     MF_WG_OUTS64, \
     "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
     "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
     "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+#define MF_WG_REGS128 \
+    MF_WG_REGS96 "," \
+    "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111" "," \
+    "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+#define MF_WG_OUTS128 \
+    MF_WG_OUTS96, \
     "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
     "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
     "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
@@ -123,6 +127,17 @@ __device__ __forceinline__ void mf_wgmma_bf16_n128(float* d, uint64_t da, uint64
                  "{" MF_WG_REGS64 "}, "
                  "%64, %65, p, 1, 1, %66, %67;\n}\n"
                  : MF_WG_OUTS64
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB));
+}
+
+// d (the warpgroup's 64 x 192 of C, 96 per thread) += A (64 x 16) . B (192 x 16)^T, as mf_wgmma_bf16_n128
+template <int TA, int TB>
+__device__ __forceinline__ void mf_wgmma_bf16_n192(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
+                 "{" MF_WG_REGS96 "}, "
+                 "%96, %97, p, 1, 1, %98, %99;\n}\n"
+                 : MF_WG_OUTS96
                  : "l"(da), "l"(db), "n"(TA), "n"(TB));
 }
 
@@ -149,6 +164,16 @@ __device__ __forceinline__ void mf_wgmma_tf32_n128(float* d, uint64_t da, uint64
                  : "l"(da), "l"(db));
 }
 
+// d (the warpgroup's 64 x 192 of C, 96 per thread) += A (64 x 8) . B (192 x 8)^T, as mf_wgmma_tf32_n128
+__device__ __forceinline__ void mf_wgmma_tf32_n192(float* d, uint64_t da, uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k8.f32.tf32.tf32 "
+                 "{" MF_WG_REGS96 "}, "
+                 "%96, %97, p, 1, 1;\n}\n"
+                 : MF_WG_OUTS96
+                 : "l"(da), "l"(db));
+}
+
 // d (the warpgroup's 64 x 256 of C, 128 per thread) += A (64 x 8) . B (256 x 8)^T, both TF32 values in
 // shared memory, K-major (32-bit operands have no transposed form)
 __device__ __forceinline__ void mf_wgmma_tf32_n256(float* d, uint64_t da, uint64_t db) {
@@ -158,6 +183,20 @@ __device__ __forceinline__ void mf_wgmma_tf32_n256(float* d, uint64_t da, uint64
                  "%128, %129, p, 1, 1;\n}\n"
                  : MF_WG_OUTS128
                  : "l"(da), "l"(db));
+}
+
+// one k-step of the warpgroup's 64 x BN (128, 192 or 256) of C: TF32 values (T = float, both K-major)
+// or BF16 in the layouts A_KC / B_KC say (true: K-major)
+template <typename T, int BN, bool A_KC, bool B_KC>
+__device__ __forceinline__ void mf_wgmma_tile(float* d, uint64_t da, uint64_t db) {
+    static_assert(BN == 128 || BN == 192 || BN == 256, "a tile 128, 192 or 256 wide");
+    constexpr int TA = A_KC ? 0 : 1, TB = B_KC ? 0 : 1;
+    if constexpr (sizeof(T) == 4 && BN == 256) mf_wgmma_tf32_n256(d, da, db);
+    else if constexpr (sizeof(T) == 4 && BN == 192) mf_wgmma_tf32_n192(d, da, db);
+    else if constexpr (sizeof(T) == 4) mf_wgmma_tf32_n128(d, da, db);
+    else if constexpr (BN == 256) mf_wgmma_bf16_n256<TA, TB>(d, da, db);
+    else if constexpr (BN == 192) mf_wgmma_bf16_n192<TA, TB>(d, da, db);
+    else mf_wgmma_bf16_n128<TA, TB>(d, da, db);
 }
 #endif
 
@@ -352,10 +391,7 @@ __device__ __forceinline__ void mf_wg_products(float (&acc)[BN / 2], unsigned sb
         for (int ks = 0; ks < BK / KSTEP; ks++) {   // (a k-step: 32 bytes along a K-major row)
             const uint64_t da = mf_wgb16_desc(a + ks * (A_KC ? 32 : 2048), !A_KC);
             const uint64_t db = mf_wgb16_desc(b + ks * (B_KC ? 32 : 2048), !B_KC);
-            if constexpr (TF32 && BN == 256) mf_wgmma_tf32_n256(acc, da, db);
-            else if constexpr (TF32) mf_wgmma_tf32_n128(acc, da, db);
-            else if constexpr (BN == 256) mf_wgmma_bf16_n256<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
-            else mf_wgmma_bf16_n128<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+            mf_wgmma_tile<T, BN, A_KC, B_KC>(acc, da, db);
         }
         mf_wg_commit();
         mf_wg_wait<1>();              // tile t - 1's products are done

@@ -33,7 +33,7 @@ each box one panel of the MN-major layout the descriptors read.
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <stdio.h>
 #include <stdlib.h>
-#include "wgmma_kmajor.cuh"  // mf_wgmma_tf32_n256, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
+#include "wgmma_kmajor.cuh"  // mf_wgmma_tile, mf_wgb16_desc, mf_wg_tf32_store4, mf_wg_store_general, mf_bar_sync
 
 #if defined(MF_WGMMA)
 // d (64 x 32 of the warpgroup, 16 a thread) += A (64 x 8) . B (32 x 8)^T, TF32 values, K-major
@@ -180,32 +180,33 @@ static inline void mf_tensor_map_b16(CUtensorMap *map, const __nv_bfloat16 *X, i
     mf_tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, X, kc ? K : D, kc ? D : K, 64, kc ? box_rows : 64);
 }
 
-// bytes of dynamic shared memory: the stages, their barriers, 1024 to align the atoms
-constexpr int mf_wgtma_smem_bytes(int ST) { return ST * (128 + 256) * 128 + 2 * ST * 8 + 1024; }
+// bytes of dynamic shared memory for tiles of 128 x BN: the stages, their barriers, 1024 to align the atoms
+constexpr int mf_wgtma_smem_bytes(int BN, int ST) { return ST * (128 + BN) * 128 + 2 * ST * 8 + 1024; }
 
 #if defined(MF_WGMMA)
-// k-tile t of an operand tile of BD rows (BD / 2 of them, from row d0, where a cluster's two blocks
-// share it: each brings its half into both) into stage address sa, counted on barrier full: K-major
-// one box of BD rows; MN-major (BF16) one box a 64-row panel, panel p at sa + 8192 p
-template <typename T, bool KC, int BD>
+// k-tile t of an operand tile of BD rows from row d0 into stage address sa, counted on barrier full,
+// in PARTS parts: K-major, PARTS boxes of BD / PARTS rows; MN-major (BF16), a box a 64-row panel,
+// panel p at sa + 8192 p. MC: the tile is shared by a cluster's two blocks, and this one (rank) brings
+// every other part (parts rank, rank + 2, ...) into both.
+template <typename T, bool KC, int BD, int PARTS, int MC>
 __device__ __forceinline__ void mf_tma_tile(unsigned sa, const CUtensorMap* map, int d0, int t, unsigned full,
-                                            unsigned short mask) {
-    constexpr int BK = 128 / (int)sizeof(T);
-    if constexpr (KC) {
-        if (mask) mf_tma_load_mc(sa, map, t * BK, d0, full, mask);
-        else mf_tma_load(sa, map, t * BK, d0, full);
-    } else {
-        #pragma unroll
-        for (int p = 0; p < BD / 64; p++) {
-            if (mask) mf_tma_load_mc(sa + p * 8192, map, d0 + 64 * p, t * BK, full, mask);
-            else mf_tma_load(sa + p * 8192, map, d0 + 64 * p, t * BK, full);
-        }
+                                            unsigned rank) {
+    constexpr int BK = 128 / (int)sizeof(T), NP = KC ? PARTS : BD / 64, PD = BD / NP;
+    static_assert(BD % NP == 0 && (KC || BD % 64 == 0), "whole parts");
+    #pragma unroll
+    for (int p = 0; p < NP; p++) {
+        if (MC && p % 2 != (int)rank) continue;
+        const unsigned dst = sa + p * PD * 128;
+        const int c0 = KC ? t * BK : d0 + PD * p, r0 = KC ? d0 + PD * p : t * BK;
+        if (MC) mf_tma_load_mc(dst, map, c0, r0, full, 0x3);
+        else mf_tma_load(dst, map, c0, r0, full);
     }
 }
 #endif
 
 // C (M, N) = epi(A . B^T) through tmA and tmB (mf_tensor_map: TF32 values, K-major; mf_tensor_map_b16:
-// BF16, A_KC / B_KC as matmul_wgmma_ops_kernel's), the 128 x 256 tile of this block; launched in
+// BF16, A_KC / B_KC as matmul_wgmma_ops_kernel's), the 128 x BN tile of this block (BN 128, 192 or 256:
+// the planners take the width whose tiles fill the GPU's waves best); launched in
 // clusters of two blocks along y (M), with an even grid.y. Warpgroups 0 and 1: 64 rows of the tile
 // each, as matmul_wgmma_ops_kernel's, then its epilogues (mf_wg_tf32_store4, mf_wg_store_general)
 // among themselves; warpgroup 2: the copier (one thread of it), which gives the others its registers.
@@ -213,7 +214,7 @@ __device__ __forceinline__ void mf_tma_tile(unsigned sa, const CUtensorMap* map,
 // MC = 0: no cluster, each block brings its whole B tile itself (for comparison).
 // out_bf16 (BF16): NULL, or (M, N) where C is stored again, rounded to BF16; out_t (TF32): as
 // matmul_wgmma_ops_kernel's.
-template <typename T, int ST, int MC, bool A_KC, bool B_KC>
+template <typename T, int BN, int ST, int MC, bool A_KC, bool B_KC>
 __global__ void __launch_bounds__(384, 1)
 matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
                         float* __restrict__ C, int M, int N, int K, int vec, MatmulFastEpi epi,
@@ -221,7 +222,7 @@ matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_co
 #if defined(MF_WGMMA) && defined(__CUDA_ARCH__)
     constexpr bool TF32 = sizeof(T) == 4;
     static_assert(!TF32 || (A_KC && B_KC), "TF32: both tiles K-major");
-    constexpr int BM = 128, BN = 256, BK = 128 / (int)sizeof(T), KSTEP = TF32 ? 8 : 16, NT = 256;   // NT: the products' threads
+    constexpr int BM = 128, BK = 128 / (int)sizeof(T), KSTEP = TF32 ? 8 : 16, NT = 256;   // NT: the products' threads
     constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE = A_BYTES + B_BYTES, LD = BN + 8;
     constexpr int BAR_MMA = 1;   // the products' warpgroups' named barrier
     static_assert(ST >= 2, "a stage fills while another is read");
@@ -253,14 +254,8 @@ matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_co
                 const unsigned full = bars + 8 * s, sa = sbase + s * STAGE;
                 if (t >= ST) mf_mbar_wait(bars + 8 * (ST + s), ((t / ST) + 1) & 1);   // both blocks are done with it
                 mf_mbar_expect_tx(full, STAGE);
-                mf_tma_tile<T, A_KC, BM>(sa, &tmA, m0, t, full, 0);
-                if (MC) {   // this block's half of B, into both blocks
-                    mf_tma_tile<T, B_KC, BN / 2>(sa + A_BYTES + rank * (B_BYTES / 2), &tmB, n0 + (int)rank * (BN / 2), t,
-                                                 full, 0x3);
-                } else {
-                    mf_tma_tile<T, B_KC, BN / 2>(sa + A_BYTES, &tmB, n0, t, full, 0);
-                    mf_tma_tile<T, B_KC, BN / 2>(sa + A_BYTES + B_BYTES / 2, &tmB, n0 + BN / 2, t, full, 0);
-                }
+                mf_tma_tile<T, A_KC, BM, 1, 0>(sa, &tmA, m0, t, full, 0);
+                mf_tma_tile<T, B_KC, BN, 2, MC>(sa + A_BYTES, &tmB, n0, t, full, rank);   // (MC: half, into both)
             }
         }
     } else {             // ---- warpgroups 0 and 1: the products, then the epilogue
@@ -278,8 +273,7 @@ matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_co
             for (int ks = 0; ks < BK / KSTEP; ks++) {   // (a k-step: 32 bytes along a K-major row, 16 k-rows MN-major)
                 const uint64_t da = mf_wgb16_desc(a + ks * (A_KC ? 32 : 2048), !A_KC);
                 const uint64_t db = mf_wgb16_desc(b + ks * (B_KC ? 32 : 2048), !B_KC);
-                if constexpr (TF32) mf_wgmma_tf32_n256(acc, da, db);
-                else mf_wgmma_bf16_n256<A_KC ? 0 : 1, B_KC ? 0 : 1>(acc, da, db);
+                mf_wgmma_tile<T, BN, A_KC, B_KC>(acc, da, db);
             }
             mf_wg_commit();
             mf_wg_wait<1>();   // k-tile t - 1's products are done: its stage may be refilled (if it will be)
@@ -306,22 +300,22 @@ matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_co
 }
 
 #if defined(MF_WGMMA)
-// The launch: tiles of 128 x 256, in clusters of two blocks along M (MC; grid.y even), PDL where asked.
+// The launch: tiles of 128 x BN, in clusters of two blocks along M (MC; grid.y even), PDL where asked.
 // A and B: TF32 values, both K-major (T = float), or BF16 in the layouts A_KC and B_KC say (as
 // matmul_wgmma_ops_kernel's: A (M, K) or (K, M), B (N, K) or (K, N)).
-template <typename T, int ST, int MC, bool A_KC, bool B_KC>
+template <typename T, int BN, int ST, int MC, bool A_KC, bool B_KC>
 static void mf_tma_launch(int pdl, cudaStream_t stream, float *C, const T *A, const T *B, int M, int N, int K, int vec,
                           const MatmulFastEpi &epi, float *out_t, __nv_bfloat16 *out_bf16) {
     CUtensorMap ta, tb;
     if constexpr (sizeof(T) == 4) {
         mf_tensor_map(&ta, (const float *)A, M, K, 128);
-        mf_tensor_map(&tb, (const float *)B, N, K, 128);
+        mf_tensor_map(&tb, (const float *)B, N, K, BN / 2);
     } else {
         mf_tensor_map_b16(&ta, (const __nv_bfloat16 *)A, M, K, A_KC, 128);
-        mf_tensor_map_b16(&tb, (const __nv_bfloat16 *)B, N, K, B_KC, 128);
+        mf_tensor_map_b16(&tb, (const __nv_bfloat16 *)B, N, K, B_KC, BN / 2);
     }
-    auto kernel = matmul_wgmma_tma_kernel<T, ST, MC, A_KC, B_KC>;
-    const int smem = mf_wgtma_smem_bytes(ST);
+    auto kernel = matmul_wgmma_tma_kernel<T, BN, ST, MC, A_KC, B_KC>;
+    const int smem = mf_wgtma_smem_bytes(BN, ST);
     static bool allowed = false;
     if (!allowed) {
         cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -329,7 +323,7 @@ static void mf_tma_launch(int pdl, cudaStream_t stream, float *C, const T *A, co
     }
     cudaLaunchConfig_t lc = {};
     cudaLaunchAttribute attr[2];
-    lc.gridDim = dim3(mf_ceil_div(N, 256), MC ? (mf_ceil_div(M, 128) + 1) / 2 * 2 : mf_ceil_div(M, 128));
+    lc.gridDim = dim3(mf_ceil_div(N, BN), MC ? (mf_ceil_div(M, 128) + 1) / 2 * 2 : mf_ceil_div(M, 128));
     lc.blockDim = dim3(384);
     lc.dynamicSmemBytes = (size_t)smem;
     lc.stream = stream;

@@ -219,7 +219,7 @@ static ProductPlan plan_product(MfProduct prod, int M, int N, int K, int prec, i
         pp.family = FAM_BF16_COPIES;
         for (int i = 0; i < n; i++)
             if (cfgs[i].id == cfg && cfgs[i].bk == 64) pp.family = FAM_WGMMA_BF16_COPIES;
-        pp.source = SRC_RULE;
+        pp.source = SRC_MODEL;   // (matmul_fast_bf16_plan: the configuration of least cost)
         return pp;
     }
     return plan_tiled(prod, M, N, K, prec, have_scratch);
@@ -233,10 +233,10 @@ static ProductPlan plan_kmajor(MfProduct prod, int M, int N, int K) {
     pp.family = FAM_TF32_KMAJOR;
     pp.M = M, pp.N = N, pp.K = K;
     pp.prec = prod == MF_FWD ? MF_TF32_EXACT : MF_TF32_ROUND;
-    pp.mm.cfg = matmul_fast_tf32k_cfg(prod);
+    pp.mm.cfg = matmul_fast_tf32k_cfg(prod, M, N);   // (the tile width whose waves cost least)
     pp.mm.splits = 1;
     pp.mm.kchunk = K;
-    pp.source = SRC_RULE;
+    pp.source = SRC_MODEL;
     return pp;
 }
 
