@@ -2227,6 +2227,9 @@ int main(int argc, char **argv) {
     // the deep fused step (widths but the classes multiples of 4)
     const int deep_small[] = {784, 64, 32, 10};
     const int deep4[] = {64, 96, 48, 52, 17};
+    // the fused head at a batch whose blocks of warps fill the GPU (head_warp_kernel; a last batch
+    // below that takes head_kernel): float4 rows, and single floats (18 inputs) with 27 classes
+    const int headw[] = {48, 36, 10}, headw_odd[] = {48, 30, 18, 27}, headw_b16[] = {48, 40, 32, 10};
     section("the GPU against the CPU, step by step");
     if (quick) {  // every kernel and path once, small enough for memcheck and racecheck
         CASE(gpu_vs_cpu(READABLE, 0, odd, 3, ACT_TANH, 33, 17));
@@ -2238,6 +2241,8 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu(FAST, PREC_BF16, odd, 3, ACT_RELU, 33, 17));
         CASE(gpu_vs_cpu(FAST, PREC_BF16, many, 2, ACT_SIGMOID, 33, 5));
         CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));
+        CASE(gpu_vs_cpu(FAST, 0, headw_odd, 3, ACT_RELU, 4096, 1001));
+        CASE(gpu_vs_cpu(FAST, PREC_BF16, headw_b16, 3, ACT_SIGMOID, 4096, 1001));
         CASE(gpu_vs_cpu(FUSED, 0, fused3, 2, ACT_TANH, 100, 37));
         CASE(gpu_vs_cpu(FUSED, 0, deep4, 4, ACT_RELU, 100, 37));
         CASE(gpu_vs_cpu(FUSED, 1, deep_small, 3, ACT_TANH, 33, 17));
@@ -2267,6 +2272,10 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu(FAST, 0, head32, 2, ACT_RELU, 33, 9));   // the fused head with 17-32 classes
     CASE(gpu_vs_cpu(FAST, 0, many, 2, ACT_RELU, 33, 9));     // the fast path without the fused head
     CASE(gpu_vs_cpu(FAST, 0, tail, 2, ACT_TANH, 33, 17));    // the SGD kernel's tail
+    CASE(gpu_vs_cpu(FAST, 0, headw, 2, ACT_TANH, 4096, 1001));          // the head by warps, one hidden layer
+    CASE(gpu_vs_cpu(FAST, 0, headw_odd, 3, ACT_RELU, 4096, 1001));
+    CASE(gpu_vs_cpu(FAST, 1, headw_odd, 3, ACT_SIGMOID, 4096, 2500));
+    CASE(gpu_vs_cpu(FAST, PREC_BF16, headw_b16, 3, ACT_SIGMOID, 4096, 1001));   // dh's BF16 copy
     // the fused step (-f 2): the small model with each activation, a batch of one, other splits
     for (int act = 0; act < 3; act++) CASE(gpu_vs_cpu(FUSED, 0, small, 2, act, 64, 32));
     CASE(gpu_vs_cpu(FUSED, 0, small, 2, ACT_SIGMOID, 1, 1));

@@ -23,7 +23,9 @@ rows from start to end:
      the function every softmax path here uses;
   3. each thread the dh of every row at its k of step 1, W's values there loaded once for them.
 Every sum runs in a fixed order: the results are the same bits on every run. (Not a warp a row
-walking its k alone: each warp would wait for one round of loads after another.)
+walking its k alone: each warp would wait for one round of loads after another.) At a batch whose
+row pairs fill every SM with blocks of 8 warps, head_warp_kernel below does exactly that, a warp two
+rows, and is faster: there are warps enough to hide those rounds.
 
 The mean loss over the batch, and moving the device step counter on (softmax_xent.cuh), need all
 rows: head_batch_sums_kernel does them after this kernel, with the last layer's bias gradient,
@@ -52,6 +54,24 @@ a multiple of 4 with 16-byte aligned rows takes float4s, others floats.
 // d · w + s, a float4 of fmaf (the heads' dh sums: here and fused_deep.cuh's fd_head_job)
 __device__ __forceinline__ float4 head_fma4(float d, float4 w, float4 s) {
     return make_float4(fmaf(d, w.x, s.x), fmaf(d, w.y, s.y), fmaf(d, w.z, s.z), fmaf(d, w.w, s.w));
+}
+
+// dh at o (row b, column k: b IN + k): the class sum s (a float4 at k, or s.x alone: vec 0) times the
+// activation's gradient at h[o], stored, and again as BF16 and TF32 where those copies are asked for
+__device__ __forceinline__ void head_dh_store(float4 s, size_t o, const float *h, float *dh, unsigned short *dh_bf16,
+                                              float *dh_tf32, int act, int vec) {
+    if (vec) {
+        s = activation_grad_times4(s, *reinterpret_cast<const float4 *>(h + o), act);
+        *reinterpret_cast<float4 *>(dh + o) = s;
+        if (dh_bf16)
+            *reinterpret_cast<uint2 *>(dh_bf16 + o) = make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
+        if (dh_tf32) *reinterpret_cast<float4 *>(dh_tf32 + o) = mf_round_tf32(s);
+    } else {
+        const float v = s.x * activation_grad_from_output(h[o], act);
+        dh[o] = v;
+        if (dh_bf16) dh_bf16[o] = mf_bf16_bits(v);
+        if (dh_tf32) dh_tf32[o] = round_tf32(v);
+    }
 }
 
 // Rows b0 .. b0 + HEAD_ROWS - 1 (those below B) of the head, by a block of HEAD_THREADS threads, all of
@@ -147,25 +167,12 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
 #pragma unroll
         for (int r = 0; r < HEAD_ROWS; r++) {
             if (r >= rows) break;
-            const size_t o = (size_t)(b0 + r) * IN + k;
             float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
             for (int c = 0; c < MAXC; c++) {
                 if (c < C) s = head_fma4(dz[r][c], w[c], s);
             }
-            if (vec) {
-                s = activation_grad_times4(s, *reinterpret_cast<const float4 *>(h + o), act);
-                *reinterpret_cast<float4 *>(dh + o) = s;
-                if (dh_bf16)
-                    *reinterpret_cast<uint2 *>(dh_bf16 + o) =
-                        make_uint2(mf_bf16x2_bits(s.x, s.y), mf_bf16x2_bits(s.z, s.w));
-                if (dh_tf32) *reinterpret_cast<float4 *>(dh_tf32 + o) = mf_round_tf32(s);
-            } else {
-                const float v = s.x * activation_grad_from_output(h[o], act);
-                dh[o] = v;
-                if (dh_bf16) dh_bf16[o] = mf_bf16_bits(v);
-                if (dh_tf32) dh_tf32[o] = round_tf32(v);
-            }
+            head_dh_store(s, (size_t)(b0 + r) * IN + k, h, dh, dh_bf16, dh_tf32, act, vec);
         }
     }
 }
@@ -180,16 +187,115 @@ __global__ void __launch_bounds__(HEAD_THREADS)
                     dh_bf16, dh_tf32);
 }
 
+// The same head for large batches: a warp takes HEAD_WARP_ROWS rows from start to end, its lanes
+// splitting IN, with no block-wide barrier between a row's steps (W, which every warp reads whole,
+// comes from L1). head_rows' blocks split IN between 8 warps and meet at three barriers a row pair;
+// at a batch of thousands of rows, two such blocks an SM (their registers) spent the kernel waiting
+// on memory (doc/fast.md has the times). Each sum runs in a fixed order
+// (the lane's k in turn, then a butterfly of shuffles, then the bias): the same bits on every run.
+// The step plan takes it where its blocks fill every SM (head_warp_fits).
+#define HEAD_WARP_ROWS 2
+template <int MAXC>
+__global__ void __launch_bounds__(HEAD_THREADS)
+    head_warp_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
+                     const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm,
+                     unsigned short *dh_bf16, float *dh_tf32) {
+    constexpr int R = HEAD_WARP_ROWS, WARPS = HEAD_THREADS / 32;
+    __shared__ float zs[WARPS][R][MAXC], dzs[WARPS][R][MAXC];   // each warp's logits and their gradients
+    pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int b0 = (blockIdx.x * WARPS + warp) * R;
+    if (b0 >= B) return;   // (no block-wide barrier below)
+    const int rows = B - b0 < R ? B - b0 : R;
+
+    // 1. the logits: the lane's k (float4s, or floats, 32 apart) for each row and class, then added
+    //    across the warp; every lane ends with the sums
+    float acc[R][MAXC];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) acc[r][c] = 0.0f;
+    const int step = vec ? 128 : 32;
+    for (int k = vec ? 4 * lane : lane; k < IN; k += step) {
+        float4 x[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float *hr = h + (size_t)(b0 + (r < rows ? r : 0)) * IN + k;
+            x[r] = vec ? *reinterpret_cast<const float4 *>(hr) : make_float4(hr[0], 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) {
+            if (c < C) {
+                const float *wc = W + (size_t)c * IN + k;
+                const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    acc[r][c] = fmaf(x[r].x, w.x, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].y, w.y, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].z, w.z, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].w, w.w, acc[r][c]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int c = 0; c < MAXC; c++)
+            if (c < C) {
+#pragma unroll
+                for (int off = 16; off > 0; off /= 2) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], off);
+                if (lane == 0) zs[warp][r][c] = acc[r][c] + bias[c];
+            }
+    __syncwarp();
+
+    // 2. the loss and dlogits of each row (softmax_xent_row, as every softmax path), a lane a row; the
+    //    rows' logits and dlogits stored by the warp, contiguous
+    if (lane < rows) losses[b0 + lane] = softmax_xent_row(dzs[warp][lane], zs[warp][lane], labels[b0 + lane], C, norm);
+    __syncwarp();
+    for (int i = lane; i < rows * C; i += 32) {
+        logits[(size_t)b0 * C + i] = zs[warp][i / C][i % C];
+        dlogits[(size_t)b0 * C + i] = dzs[warp][i / C][i % C];
+    }
+    if (dh == NULL) return;  // a one-layer model: h is the data, it needs no gradient
+
+    // 3. dh_b[k] = Σ_c dz[c] · W[c][k] · act'(h_b[k]) at the lane's k of step 1, W's values there loaded
+    //    once for the warp's rows
+    for (int k = vec ? 4 * lane : lane; k < IN; k += step) {
+        float4 sum[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+        for (int c = 0; c < C; c++) {
+            const float *wc = W + (size_t)c * IN + k;
+            const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int r = 0; r < R; r++) sum[r] = head_fma4(dzs[warp][r][c], w, sum[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r < rows) head_dh_store(sum[r], (size_t)(b0 + r) * IN + k, h, dh, dh_bf16, dh_tf32, act, vec);
+    }
+}
+
 static inline bool head_fits(int C) { return C >= 1 && C <= HEAD_MAX_C; }
+
+// whether a step at B rows takes head_warp_kernel on a GPU of sms SMs: where its blocks (HEAD_THREADS /
+// 32 x HEAD_WARP_ROWS rows each) are at least one an SM. Below that the row pairs of head_kernel,
+// each split over a whole block, finish sooner.
+static inline bool head_warp_fits(int B, int sms) {
+    return (B + HEAD_THREADS / 32 * HEAD_WARP_ROWS - 1) / (HEAD_THREADS / 32 * HEAD_WARP_ROWS) >= sms;
+}
 
 // logits, dlogits (B, C), losses (B); dh (B, IN) or NULL; see the top of the file. Launched with
 // PDL: enqueue it right after the kernel that writes h (or with nothing recorded in between).
 // norm: the batch of the mean (0: B). dh_bf16, dh_tf32: NULL, or where dh is stored again as BF16, as
-// TF32 values (head_rows).
+// TF32 values (head_rows). by_warps: head_warp_kernel (the step plan's choice, head_warp_fits), else
+// head_kernel.
 static inline void head_forward_backward(float *logits, float *dlogits, float *dh, float *losses, const float *h,
                                          const float *W, const float *bias, const int *labels, int B, int IN, int C,
                                          int act, cudaStream_t stream, int norm = 0, __nv_bfloat16 *dh_bf16 = NULL,
-                                         float *dh_tf32 = NULL) {
+                                         float *dh_tf32 = NULL, int by_warps = 0) {
     if (!head_fits(C)) {
         fprintf(stderr, "head_forward_backward: %d classes, more than the %d it takes\n", C, HEAD_MAX_C);
         exit(EXIT_FAILURE);
@@ -199,14 +305,12 @@ static inline void head_forward_backward(float *logits, float *dlogits, float *d
                     (dh == NULL || ((uintptr_t)dh & 15) == 0) && ((uintptr_t)dh_bf16 & 7) == 0 &&
                     ((uintptr_t)dh_tf32 & 15) == 0;
     unsigned short *dhb = reinterpret_cast<unsigned short *>(dh_bf16);
-    const dim3 grid(CEIL_DIV(B, HEAD_ROWS)), block(HEAD_THREADS);
+    const dim3 grid(CEIL_DIV(B, by_warps ? HEAD_THREADS / 32 * HEAD_WARP_ROWS : HEAD_ROWS)), block(HEAD_THREADS);
     if (norm <= 0) norm = B;
-    if (C <= 16)
-        launch_pdl(head_kernel<16>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec, norm, dhb, dh_tf32);
-    else
-        launch_pdl(head_kernel<32>, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C,
-                   act, vec, norm, dhb, dh_tf32);
+    auto kernel = by_warps ? (C <= 16 ? head_warp_kernel<16> : head_warp_kernel<32>)
+                           : (C <= 16 ? head_kernel<16> : head_kernel<32>);
+    launch_pdl(kernel, grid, block, 0, stream, logits, dlogits, dh, losses, h, W, bias, labels, B, IN, C, act, vec,
+               norm, dhb, dh_tf32);
     cudaCheck(cudaGetLastError());
 }
 

@@ -27,7 +27,7 @@ evaluation batch), IN/OUT a layer's features, L layers.
 #include "../fused/fused_step.cuh"         // FusedPlan, fused_step_plan
 #include "../matmul/matmul_fast.h"         // MatmulFastPlan, matmul_fast_plan, MfTarget
 #include "../ops/gather.cuh"               // GATHER_*
-#include "../ops/head.cuh"                 // head_fits
+#include "../ops/head.cuh"                 // head_fits, head_warp_fits
 
 // The first layer's SGD step rides on its dW's epilogue below this many weights; above, the SGD
 // kernel after dW is faster: the fused step is bound by memory latency (the matmul's few blocks per
@@ -306,6 +306,7 @@ static void plan_batch_make(const StepPlan *p, int bs, int train, BatchPlan *bp)
         if (train && l == L - 1 && p->head_fused) {
             memset(f, 0, sizeof(*f));
             f->used = 1, f->family = FAM_HEAD, f->M = bs, f->N = OUT, f->K = IN, f->epi = EPI_HEAD;
+            f->mm.cfg = head_warp_fits(bs, p->gpu.sms);   // 1: a warp a row pair, 0: a block a row pair
             f->source = SRC_RULE;
         } else if (plan_kmajor_fwd(p, l, bs)) {
             *f = plan_kmajor(MF_FWD, bs, OUT, IN);
@@ -462,7 +463,9 @@ static void plan_print_product(FILE *f, int l, const char *name, const ProductPl
     char cfg[48] = "-";
     if (pp->family == FAM_TF32_KMAJOR || pp->family == FAM_BF16_COPIES || pp->family == FAM_WGMMA_BF16_COPIES)
         snprintf(cfg, sizeof(cfg), "%d", pp->mm.cfg);
-    else if (pp->family != FAM_HEAD)
+    else if (pp->family == FAM_HEAD)
+        snprintf(cfg, sizeof(cfg), "%s", pp->mm.cfg ? "rows by warps" : "rows by blocks");
+    else
         snprintf(cfg, sizeof(cfg), "%d, K in %d%s", pp->mm.cfg, pp->mm.splits, pp->mm.cluster ? " (cluster)" : "");
     fprintf(f, "  %-3d %-5s %5d x %5d x %5d  %-21s %-20s %-5s %-17s %-10s %8.1f\n", l, name, pp->M, pp->N, pp->K,
             FAM_NAMES[pp->family], cfg, STREAM_NAMES[pp->stream], EPI_NAMES[pp->epi], SRC_NAMES[pp->source],

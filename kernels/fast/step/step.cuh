@@ -140,7 +140,8 @@ static void model_forward_loss(Model *m, int bs, int norm, cudaStream_t stream) 
         head_forward_backward(m->acts[L], m->dacts[L], L > 1 ? m->dacts[L - 1] : NULL, m->losses, m->acts[L - 1],
                               m->params + m->w_off[L - 1], m->params + m->b_off[L - 1], m->labels, bs,
                               m->sizes[L - 1], m->sizes[L], m->act, stream, norm, L > 1 ? m->dacts_bf16[L - 1] : NULL,
-                              L > 2 && plan_batch(&m->plan, bs, 1)->layer[L - 2].kmajor ? m->dout_r[L - 2] : NULL);
+                              L > 2 && plan_batch(&m->plan, bs, 1)->layer[L - 2].kmajor ? m->dout_r[L - 2] : NULL,
+                              plan_batch(&m->plan, bs, 1)->layer[L - 1].p[MF_FWD].mm.cfg);
     } else {
         model_forward_layers(m, bs, L, 1, stream);
         softmax_xent_forward_backward_fast(m->dacts[L], m->losses, m->step_losses, m->step, m->acts[L], m->labels, bs,
