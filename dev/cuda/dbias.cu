@@ -17,11 +17,12 @@ versions:
      sums of each column are added by a tree in shared memory. 32x the threads of version 1, but
      still OUT / 32 blocks: for a tall dout (B in the thousands) and few columns, a block or two
      walk all of it.
-  3: version 2 split over the rows, in two passes: the rows are cut into S chunks, a block per
-     32 columns and chunk writes its column sums to partial[chunk][o] (version 2's loop and tree on
-     its rows), then a second kernel adds each column's S partial sums in the order 0 .. S-1. S comes
-     from the shape alone (about 256 blocks, at least 256 rows a chunk), so the bits do not depend on
-     the GPU; with S = 1 (small or short dout, where the second launch would cost more than it saves)
+  3: the fast tier's launcher given its partial sums (what the trainer runs): version 2 split over
+     the rows, in two passes: the rows are cut into S chunks, a block per 32 columns and chunk writes
+     its column sums to partial[chunk][o] (version 2's loop and tree on its rows), then a second
+     kernel adds each column's S partial sums in the order 0 .. S-1. S comes from the shape alone
+     (dbias_chunks: about 256 blocks, at least 256 rows a chunk), so the bits do not depend on the
+     GPU; with S = 1 (small or short dout, where the second launch would cost more than it saves)
      the first pass writes dbias and this is version 2 exactly.
 
 Run:
@@ -49,45 +50,6 @@ void dbias_cpu(double* dbias, const float* dout, int B, int OUT) {
 }
 
 // ----------------------------------------------------------------------------
-// version 3 (versions 1 and 2 are the trainers' own, from the headers above)
-
-// pass 1: block (32, 32) for columns blockIdx.x * 32 .. + 31 and rows [r0, r0 + rows) of chunk
-// blockIdx.y; out[blockIdx.y * OUT + o] = the chunk's sum of column o (version 2's loop and tree)
-__global__ void dbias_chunks_kernel3(float* out, const float* dout, int B, int OUT, int rows) {
-    __shared__ float partial[32][32 + 1];   // +1: no bank conflicts on the column walk
-    const int x = threadIdx.x, y = threadIdx.y, o = blockIdx.x * 32 + x;
-    const int r0 = blockIdx.y * rows, r1 = min(B, r0 + rows);
-    float sum = 0.0f;
-    if (o < OUT)
-        for (int b = r0 + y; b < r1; b += 32) sum += dout[(size_t)b * OUT + o];
-    partial[y][x] = sum;
-    __syncthreads();
-    for (int stride = 16; stride > 0; stride /= 2) {
-        if (y < stride) partial[y][x] += partial[y + stride][x];
-        __syncthreads();
-    }
-    if (y == 0 && o < OUT) out[(size_t)blockIdx.y * OUT + o] = partial[0][x];
-}
-
-// pass 2: dbias[o] = the S chunks' sums of column o, added in order (a thread per column)
-__global__ void dbias_sum_kernel3(float* dbias, const float* partial, int S, int OUT) {
-    const int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= OUT) return;
-    float sum = 0.0f;
-    for (int s = 0; s < S; s++) sum += partial[(size_t)s * OUT + o];
-    dbias[o] = sum;
-}
-
-// S, the row chunks of version 3, from the shape alone
-static int dbias3_chunks(int B, int OUT) {
-    if ((size_t)B * OUT <= 65536) return 1;   // 256 KB or less: one launch does it sooner
-    const int s = CEIL_DIV(256, CEIL_DIV(OUT, 32));   // about 256 blocks
-    const int most = CEIL_DIV(B, 256);                  // chunks of 256 rows or more: 8 per thread
-    const int S = s < most ? s : most;
-    return S < 1 ? 1 : CEIL_DIV(B, CEIL_DIV(B, S));     // (no empty chunk)
-}
-
-// ----------------------------------------------------------------------------
 // launchers: dbias (OUT) = column sums of dout (B, OUT); partial: version 3's S * OUT floats
 
 void dbias_backward(int version, float* dbias, const float* dout, float* partial, int B, int OUT) {
@@ -99,17 +61,9 @@ void dbias_backward(int version, float* dbias, const float* dout, float* partial
         case 2:   // the fast tier's launcher, no SGD step fused in
             matmul_backward_dbias_fast(dbias, dout, B, OUT, NULL, NULL, 0.0f, 0.0f, 0.0f, 0);
             break;
-        case 3: {
-            const int S = dbias3_chunks(B, OUT), rows = CEIL_DIV(B, S);
-            dbias_chunks_kernel3<<<dim3(CEIL_DIV(OUT, 32), S), dim3(32, 32)>>>(S == 1 ? dbias : partial, dout, B, OUT,
-                                                                               rows);
-            cudaCheck(cudaGetLastError());
-            if (S > 1) {
-                dbias_sum_kernel3<<<CEIL_DIV(OUT, 256), 256>>>(dbias, partial, S, OUT);
-                cudaCheck(cudaGetLastError());
-            }
+        case 3:   // the same launcher with its partial sums: the rows in chunks (dbias_chunks)
+            matmul_backward_dbias_fast(dbias, dout, B, OUT, NULL, NULL, 0.0f, 0.0f, 0.0f, 0, partial);
             break;
-        }
         default: fprintf(stderr, "dbias: no version %d (1..3)\n", version); exit(EXIT_FAILURE);
     }
 }
@@ -134,7 +88,7 @@ static void setup(Bufs* b, int B, int OUT) {
     dbias_cpu(b->ref, b->hdout, B, OUT);
     cudaCheck(cudaMalloc(&b->dout, n * sizeof(float)));
     cudaCheck(cudaMalloc(&b->dbias, OUT * sizeof(float)));
-    cudaCheck(cudaMalloc(&b->partial, (size_t)dbias3_chunks(B, OUT) * OUT * sizeof(float)));
+    cudaCheck(cudaMalloc(&b->partial, (dbias_partial_floats(B, OUT) + 1) * sizeof(float)));
     cudaCheck(cudaMemcpy(b->dout, b->hdout, n * sizeof(float), cudaMemcpyHostToDevice));
 }
 
@@ -229,11 +183,11 @@ int main(int argc, char** argv) {
                 ms[v] = bench_ms(call, &c);
                 ok = validate(v, &b, " (after timing)", 0) && ok;
                 passed += ok; failed += !ok;
-                fprintf(csv, "%d,%d,%d,%d,%.6f,%.1f\n", v, B, OUT, dbias3_chunks(B, OUT), ms[v], bytes / ms[v] * 1e-6);
+                fprintf(csv, "%d,%d,%d,%d,%.6f,%.1f\n", v, B, OUT, dbias_chunks(B, OUT), ms[v], bytes / ms[v] * 1e-6);
             }
             printf("| %d | %d |", OUT, B);
             for (int v = v_lo; v <= v_hi; v++) printf(" %.4f (%.0f) |", ms[v], bytes / ms[v] * 1e-6);
-            printf(" %d |\n", dbias3_chunks(B, OUT));
+            printf(" %d |\n", dbias_chunks(B, OUT));
             fflush(stdout);
             teardown(&b);
         }

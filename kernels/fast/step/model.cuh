@@ -17,6 +17,7 @@ through it by test_mlp.cu), inside namespace fast.
 #include "../../common.cuh"            // cudaCheck, cudaMallocCheck
 #include "../../data.cuh"              // init_uniform_kernel
 #include "../matmul/matmul.cuh"        // matmul_fast_bf16_copy, MatmulFastBf16
+#include "../ops/dbias.cuh"             // dbias_partial_floats
 #include "../ops/sgd.cuh"              // round_tf32_copy
 #include "../ops/transpose.cuh"        // tf32_transpose
 #include "plan.cuh"                    // StepPlan, step_plan_make, plan_batch
@@ -73,6 +74,8 @@ typedef struct {
     float *losses;                        // (max_batch) per-example losses
     int *labels;                          // (max_batch) the current batch's labels: one of batch_labels
     float *scratch;                       // split-K partial sums of the weight gradients (or NULL)
+    float *dbias_part;                    // the bias gradients' partial sums over chunks of rows (or NULL;
+                                          // kernels/fast/ops/dbias.cuh: one buffer, the bias stream's)
     int *perm;                            // (N train) this epoch's permutation
     int *step;                            // the device step counter (kernels/fast/ops/softmax.cuh)
     float *step_losses;                   // (steps per epoch) each step's mean loss
@@ -191,6 +194,10 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
     }
     m->scratch = p->scratch_floats ? (float *)cudaMallocCheck(p->scratch_floats * sizeof(float), "the split-K scratch")
                                    : NULL;
+    size_t part = 0;
+    for (int l = 0; l < L; l++)
+        if (dbias_partial_floats(rows, sizes[l + 1]) > part) part = dbias_partial_floats(rows, sizes[l + 1]);
+    m->dbias_part = part ? (float *)cudaMallocCheck(part * sizeof(float), "the bias gradients' partial sums") : NULL;
     m->losses = (float *)cudaMallocCheck((size_t)max_batch * sizeof(float), "the losses");
     m->labels = (int *)cudaMallocCheck((size_t)max_batch * sizeof(int), "the labels");
     m->batches[0] = m->acts[0];
@@ -245,6 +252,7 @@ static void model_free(Model *m) {
         cudaCheck(cudaFree(m->batch_labels[i]));
     }
     cudaCheck(cudaFree(m->scratch));  // (cudaFree(NULL) does nothing)
+    cudaCheck(cudaFree(m->dbias_part));
     cudaCheck(cudaFree(m->head_part));
     cudaCheck(cudaFree(m->fused_dr));
     cudaCheck(cudaFree(m->losses));

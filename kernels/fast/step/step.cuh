@@ -233,7 +233,7 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                             m->losses, m->bias_stream, norm);
         else
             matmul_backward_dbias_fast(m->grads + b, dout, bs, OUT, bp_, bm_, lr, momentum, weight_decay,
-                                       m->bias_stream);
+                                       m->bias_stream, m->dbias_part);
         if (ranks) cudaCheck(cudaEventRecord(m->ev_db[l], m->bias_stream));
         // the split-K scratch (on GPUs without thread-block clusters) is one buffer: the first layer's
         // dW, on this stream, waits for the side stream's dW of layer 1, which uses it too
