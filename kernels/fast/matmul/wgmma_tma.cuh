@@ -21,10 +21,10 @@ The pipeline: ST stages, each with two mbarriers (shared-memory barriers that al
             of B goes to both).
 A barrier completes in phases; a wait names the parity of the phase it waits for: k-tile t uses
 stage t % ST in its (t / ST)-th phase.
--x 1's default for all three of the big model's products (kmajor_tf32.cu, configuration 4), and -x 2's
-large products (copies_bf16.cu, configuration 14): the fastest of the configurations there
-(doc/fast.md). A BF16 operand that is MN-major in memory comes in boxes of 64 columns by 64 k-rows,
-each box one panel of the MN-major layout the descriptors read.
+-x 1's K-major products (kmajor_tf32.cu, configurations 4, 6 and 7) and -x 2's large products
+(copies_bf16.cu, 14 to 16), in tiles 256, 192 or 128 wide, whichever fills the GPU's waves best: the
+fastest of the configurations there (doc/fast.md). A BF16 operand that is MN-major in memory comes
+in boxes of 64 columns by 64 k-rows, each box one panel of the MN-major layout the descriptors read.
 */
 #ifndef MLP_FAST_WGMMA_TMA_CUH
 #define MLP_FAST_WGMMA_TMA_CUH
