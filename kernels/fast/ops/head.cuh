@@ -74,6 +74,51 @@ __device__ __forceinline__ void head_dh_store(float4 s, size_t o, const float *h
     }
 }
 
+// Step 1 of both head kernels: acc[r][c] = this thread's share of row b0 + r's logit c (its k from
+// k0, step apart: float4s where vec, else floats; rows from `rows` on, past B, are not used: zeros, or
+// with REREAD row b0 again, whichever gives the kernel fewer registers), each W element
+// loaded once for all R rows; then added up across the warp by a butterfly of shuffles, so that every
+// lane holds the warp's sums.
+template <int MAXC, int R, bool REREAD>
+__device__ __forceinline__ void head_warp_logits(float (&acc)[R][MAXC], const float *h, const float *W, int b0,
+                                                 int rows, int IN, int C, int k0, int step, int vec) {
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) acc[r][c] = 0.0f;
+    for (int k = k0; k < IN; k += step) {
+        float4 x[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float *hr = h + (size_t)(b0 + (!REREAD || r < rows ? r : 0)) * IN + k;
+            x[r] = !REREAD && r >= rows ? make_float4(0.f, 0.f, 0.f, 0.f)
+                 : vec ? *reinterpret_cast<const float4 *>(hr) : make_float4(hr[0], 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int c = 0; c < MAXC; c++) {
+            if (c < C) {
+                const float *wc = W + (size_t)c * IN + k;
+                const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    acc[r][c] = fmaf(x[r].x, w.x, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].y, w.y, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].z, w.z, acc[r][c]);
+                    acc[r][c] = fmaf(x[r].w, w.w, acc[r][c]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int c = 0; c < MAXC; c++)
+            if (c < C) {
+#pragma unroll
+                for (int off = 16; off > 0; off /= 2) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], off);
+            }
+}
+
 // Rows b0 .. b0 + HEAD_ROWS - 1 (those below B) of the head, by a block of HEAD_THREADS threads, all of
 // which call it. MAXC >= C (16 or 32) sizes the register arrays; vec: float4 loads (IN % 4 == 0,
 // aligned rows). head_kernel runs one group of rows a block (the fused steps have heads of their own:
@@ -92,46 +137,16 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
     const int rows = B - b0 < HEAD_ROWS ? B - b0 : HEAD_ROWS;
 
     // 1. partial logits: the thread's k (float4s, or floats, HEAD_THREADS apart) for each row and
-    //    class; every W element is loaded once per block and used for all its rows
+    //    class, every W element loaded once per block and used for all its rows, added up across each
+    //    warp (head_warp_logits), then across the warps in order
     float acc[HEAD_ROWS][MAXC];
-#pragma unroll
-    for (int r = 0; r < HEAD_ROWS; r++)
-#pragma unroll
-        for (int c = 0; c < MAXC; c++) acc[r][c] = 0.0f;
     const int step = vec ? 4 * HEAD_THREADS : HEAD_THREADS;
-    for (int k = vec ? 4 * tid : tid; k < IN; k += step) {
-        float4 x[HEAD_ROWS];
-#pragma unroll
-        for (int r = 0; r < HEAD_ROWS; r++) {
-            const float *hr = h + (size_t)(b0 + r) * IN + k;
-            x[r] = r >= rows ? make_float4(0.f, 0.f, 0.f, 0.f)
-                 : vec ? *reinterpret_cast<const float4 *>(hr) : make_float4(hr[0], 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int c = 0; c < MAXC; c++) {
-            if (c < C) {
-                const float *wc = W + (size_t)c * IN + k;
-                const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
-#pragma unroll
-                for (int r = 0; r < HEAD_ROWS; r++) {
-                    acc[r][c] = fmaf(x[r].x, w.x, acc[r][c]);
-                    acc[r][c] = fmaf(x[r].y, w.y, acc[r][c]);
-                    acc[r][c] = fmaf(x[r].z, w.z, acc[r][c]);
-                    acc[r][c] = fmaf(x[r].w, w.w, acc[r][c]);
-                }
-            }
-        }
-    }
-    //    ... added up across each warp (a butterfly of shuffles), then across the warps in order
+    head_warp_logits<MAXC, HEAD_ROWS, false>(acc, h, W, b0, rows, IN, C, vec ? 4 * tid : tid, step, vec);
 #pragma unroll
     for (int r = 0; r < HEAD_ROWS; r++)
 #pragma unroll
         for (int c = 0; c < MAXC; c++)
-            if (c < C) {
-#pragma unroll
-                for (int off = 16; off > 0; off /= 2) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], off);
-                if (lane == 0) part[warp][r][c] = acc[r][c];
-            }
+            if (c < C && lane == 0) part[warp][r][c] = acc[r][c];
     __syncthreads();
     if (tid < HEAD_ROWS * MAXC) {
         const int r = tid / MAXC, c = tid % MAXC;
@@ -208,45 +223,16 @@ __global__ void __launch_bounds__(HEAD_THREADS)
     if (b0 >= B) return;   // (no block-wide barrier below)
     const int rows = B - b0 < R ? B - b0 : R;
 
-    // 1. the logits: the lane's k (float4s, or floats, 32 apart) for each row and class, then added
-    //    across the warp; every lane ends with the sums
+    // 1. the logits: the lane's k (float4s, or floats, 32 apart) for each row and class, added up
+    //    across the warp (head_warp_logits), plus the bias
     float acc[R][MAXC];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int c = 0; c < MAXC; c++) acc[r][c] = 0.0f;
     const int step = vec ? 128 : 32;
-    for (int k = vec ? 4 * lane : lane; k < IN; k += step) {
-        float4 x[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float *hr = h + (size_t)(b0 + (r < rows ? r : 0)) * IN + k;
-            x[r] = vec ? *reinterpret_cast<const float4 *>(hr) : make_float4(hr[0], 0.f, 0.f, 0.f);
-        }
-#pragma unroll
-        for (int c = 0; c < MAXC; c++) {
-            if (c < C) {
-                const float *wc = W + (size_t)c * IN + k;
-                const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    acc[r][c] = fmaf(x[r].x, w.x, acc[r][c]);
-                    acc[r][c] = fmaf(x[r].y, w.y, acc[r][c]);
-                    acc[r][c] = fmaf(x[r].z, w.z, acc[r][c]);
-                    acc[r][c] = fmaf(x[r].w, w.w, acc[r][c]);
-                }
-            }
-        }
-    }
+    head_warp_logits<MAXC, R, true>(acc, h, W, b0, rows, IN, C, vec ? 4 * lane : lane, step, vec);
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int c = 0; c < MAXC; c++)
-            if (c < C) {
-#pragma unroll
-                for (int off = 16; off > 0; off /= 2) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], off);
-                if (lane == 0) zs[warp][r][c] = acc[r][c] + bias[c];
-            }
+            if (c < C && lane == 0) zs[warp][r][c] = acc[r][c] + bias[c];
     __syncwarp();
 
     // 2. the loss and dlogits of each row (softmax_xent_row, as every softmax path), a lane a row; the
