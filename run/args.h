@@ -133,7 +133,8 @@ static const ArgSpec ARGS[] = {
      "faster, results differ from FP32 in the 3rd or 4th digit; 2 BF16 on the tensor cores (inputs rounded to 7 "
      "mantissa bits, FP32 sums; weights, optimizer, loss and softmax stay FP32): differs in the 2nd or 3rd. A "
      "ceiling: a model runs at a higher precision where that is faster (BF16 where its copies do not fit or "
-     "fill the GPU runs TF32; a model the one-hidden-layer fused step takes runs FP32); -P says which and why"},
+     "fill the GPU, or where the deep fused step runs, runs TF32; a model the one-hidden-layer fused step takes "
+     "runs FP32); -P says which and why"},
     {'f', "0|1|2|3", ARG_INT, CFG(path), 0, 3, PROG_FAST,
      "0: launch every step's kernels from the host; 1: capture runs of steps into CUDA graphs and replay them; "
      "2 (default): each run of steps as one kernel where that is faster (one hidden layer in FP32; two or more "

@@ -419,13 +419,15 @@ static void step_plan_make(StepPlan *p, const int *sizes, int L, int act, int B,
 // the precision a model runs in
 
 // -x is a ceiling on the rounding the user accepts, not an order: a model runs at a higher precision
-// (less rounding) where that is the faster step. Two rules, each from the sweep of models no
+// (less rounding) where that is the faster step. Three rules, each from the sweep of models no
 // benchmark names (doc/fast.md, "-x is a ceiling"):
 //  - BF16 needs its copies (plan_bf16_fits: hidden widths multiples of 8) and forward products that
 //    take the BF16-copies kernels at this batch (their tiles fill the GPU: matmul_fast_bf16_plan) in
 //    at least half of the hidden layers. Otherwise most products read FP32 operands and round them as
-//    they load, which is slower than TF32's kernels: TF32 runs. (Not where the fused deep step runs
-//    in BF16: it reads FP32 weights either way.)
+//    they load, which is slower than TF32's kernels: TF32 runs.
+//  - Where the deep fused step runs (-f 2), it runs in TF32: it reads the FP32 weights and rounds
+//    them as it loads in either precision, and in BF16 it was never faster (as fast on the sweep's
+//    small deep models, slower on the wide one). -f 3, which asks for it to compare, keeps BF16.
 //  - The one-hidden-layer fused step is FP32 only, and exists for models small enough (at most
 //    FUSED_MAX_U units a block, FUSED_MAX_B rows) that a step of separate kernels is mostly their
 //    launches' latency at any precision: where it runs, FP32 runs.
@@ -434,7 +436,13 @@ static int plan_precision(const int *sizes, int L, int B, int ceiling, int path,
     int prec = ceiling;
     if (n) why[0] = '\0';
     const int fused_asked = path >= PLAN_ASK_FUSED && ranks == 1;
-    if (prec == PREC_BF16 && !(fused_asked && L >= 3 && plan_fused(sizes, L, B, PREC_BF16, path == PLAN_ASK_FUSED_ANY).ok)) {
+    if (prec == PREC_BF16 && fused_asked && L >= 3 && path != PLAN_ASK_FUSED_ANY &&
+        plan_fused(sizes, L, B, PREC_TF32, 0).ok) {
+        prec = PREC_TF32;
+        snprintf(why, n, "TF32: the deep fused step runs here, and in BF16 it is no faster than in TF32 (it reads "
+                         "the FP32 weights either way)");
+    } else if (prec == PREC_BF16 &&
+               !(fused_asked && L >= 3 && plan_fused(sizes, L, B, PREC_BF16, path == PLAN_ASK_FUSED_ANY).ok)) {
         int copies = 0;
         for (int l = 0; l + 1 < L; l++) copies += matmul_fast_bf16_plan(MF_FWD, B, sizes[l + 1], sizes[l]) >= 0;
         if (!plan_bf16_fits(sizes, L)) {
