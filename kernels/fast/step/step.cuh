@@ -375,13 +375,36 @@ static void train_step(Model *m, const DeviceData *train, int bs, Sgd o, cudaStr
     train_steps(m, train, 1, bs, o, stream);
 }
 
+// Captures a run of n steps, the last of them with last_bs rows, starting at the given parity of
+// -x 1's transposed copies, into a new graph of m->graphs.
+static StepGraph *capture_run(Model *m, const DeviceData *train, int n, int last_bs, int parity, Sgd o,
+                              cudaStream_t stream) {
+    if (m->num_graphs == FAST_MAX_GRAPHS) die("", "internal: more than %d kinds of step run", FAST_MAX_GRAPHS);
+    StepGraph *g = &m->graphs[m->num_graphs++];
+    g->n = n;
+    g->last_bs = last_bs;
+    g->parity = parity;
+    m->tf32t_parity = parity;
+    cudaGraph_t graph;
+    cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    train_steps(m, train, n, last_bs, o, stream);   // (moves the parity on by n)
+    cudaCheck(cudaStreamEndCapture(stream, &graph));
+    // (the kernels keep the priority of the stream they were captured on: the ranks' sums, on
+    // the high-priority comm stream, take SMs ahead of the waiting blocks of the products)
+    cudaCheck(cudaGraphInstantiate(&g->exec, graph, cudaGraphInstantiateFlagUseNodePriority));
+    cudaCheck(cudaGraphDestroy(graph));
+    return g;
+}
+
 // Runs n steps, the last of them with last_bs rows, from a CUDA graph (-f 1). Such a run is the
 // same work every time it occurs (the kernels find their rows through the device step counter), so
 // it is captured once and replayed. An epoch has at most two kinds of run (log_every full steps,
 // and the remainder at its end).
 // With -x 1's two transposed copies of the weights (params_tf32t) a run's steps alternate between them
 // from the parity it starts at, so that is part of the run's kind: a run of odd length leaves the next
-// one at the other parity.
+// one at the other parity. Both parities of a kind are captured when it first occurs: an epoch of an
+// odd number of steps starts the next at the other parity, which would otherwise pay for its captures
+// in the second epoch.
 static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, Sgd o, cudaStream_t stream) {
     StepGraph *g = NULL;
     const int parity = m->params_tf32t[0] ? m->tf32t_parity : 0;
@@ -389,19 +412,8 @@ static void run_steps(Model *m, const DeviceData *train, int n, int last_bs, Sgd
         if (m->graphs[i].n == n && m->graphs[i].last_bs == last_bs && m->graphs[i].parity == parity)
             g = &m->graphs[i];
     if (!g) {
-        if (m->num_graphs == FAST_MAX_GRAPHS) die("", "internal: more than %d kinds of step run", FAST_MAX_GRAPHS);
-        g = &m->graphs[m->num_graphs++];
-        g->n = n;
-        g->last_bs = last_bs;
-        g->parity = parity;
-        cudaGraph_t graph;
-        cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        train_steps(m, train, n, last_bs, o, stream);   // (moves the parity on by n)
-        cudaCheck(cudaStreamEndCapture(stream, &graph));
-        // (the kernels keep the priority of the stream they were captured on: the ranks' sums, on
-        // the high-priority comm stream, take SMs ahead of the waiting blocks of the products)
-        cudaCheck(cudaGraphInstantiate(&g->exec, graph, cudaGraphInstantiateFlagUseNodePriority));
-        cudaCheck(cudaGraphDestroy(graph));
+        if (m->params_tf32t[0]) capture_run(m, train, n, last_bs, 1 - parity, o, stream);
+        g = capture_run(m, train, n, last_bs, parity, o, stream);
     }
     cudaCheck(cudaGraphLaunch(g->exec, stream));
     if (m->params_tf32t[0]) m->tf32t_parity = (parity + n) % 2;
