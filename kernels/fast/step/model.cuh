@@ -55,6 +55,10 @@ typedef struct {
     // products read: the weights (flat, params' layout), acts[0 .. L-2] and dacts[1 .. L-1]; else NULL.
     // See model_forward_layers.
     __nv_bfloat16 *params_bf16, *acts_bf16[MAX_LAYERS + 1], *dacts_bf16[MAX_LAYERS + 1];
+    // with acts_bf16[0], the batch's two buffers as batches below: acts_bf16[0] is one of them, which
+    // train_steps' gathers fill beside the FP32 batch (x_bf16 then 1: no copy kernel before layer 0)
+    __nv_bfloat16 *batches_bf16[2];
+    int x_bf16;
     // -x 1, for each hidden layer l >= 1 whose products take the K-major TF32 kernel (model_tf32k),
     // copies of what its dinp and dweight read that is not K-major (B rows: a rank's share on several
     // ranks): inp_t[l] its input transposed
@@ -105,7 +109,12 @@ typedef struct {
 static void model_free_bf16(Model *m) {
     cudaCheck(cudaFree(m->params_bf16));
     m->params_bf16 = NULL;
-    for (int l = 0; l <= m->L; l++) {
+    for (int i = 0; i < 2; i++) {   // (acts_bf16[0] is one of them)
+        cudaCheck(cudaFree(m->batches_bf16[i]));
+        m->batches_bf16[i] = NULL;
+    }
+    m->acts_bf16[0] = NULL;
+    for (int l = 1; l <= m->L; l++) {
         cudaCheck(cudaFree(m->acts_bf16[l]));
         cudaCheck(cudaFree(m->dacts_bf16[l]));
         m->acts_bf16[l] = m->dacts_bf16[l] = NULL;
@@ -181,6 +190,10 @@ static void model_build(Model *m, const int *sizes, int L, int act, int B, int m
             const size_t bytes = (size_t)max_batch * sizes[l] * 2;
             if (l <= L - 2) m->acts_bf16[l] = (__nv_bfloat16 *)cudaMallocCheck(bytes, "the BF16 activations");
             if (l >= 1) m->dacts_bf16[l] = (__nv_bfloat16 *)cudaMallocCheck(bytes, "the BF16 activation gradients");
+        }
+        if (m->acts_bf16[0]) {
+            m->batches_bf16[0] = m->acts_bf16[0];
+            m->batches_bf16[1] = (__nv_bfloat16 *)cudaMallocCheck((size_t)max_batch * sizes[0] * 2, "the BF16 activations");
         }
     }
     for (int l = 0; l <= L; l++) {

@@ -93,7 +93,7 @@ static const ProductPlan *model_product(const Model *m, const ProductPlan *pp, P
 // keeps pdl.cuh's rule); and the batch, for layer 0's dW there (model_tf32k0).
 static void model_forward_layers(Model *m, int bs, int layers, int train, cudaStream_t stream) {
     const BatchPlan *bp = plan_batch(&m->plan, bs, train);
-    if (m->acts_bf16[0] && layers > 0)
+    if (m->acts_bf16[0] && layers > 0 && !m->x_bf16)
         matmul_fast_bf16_copy(m->acts_bf16[0], m->acts[0], (size_t)bs * m->sizes[0], stream);
     if (bp->kmajor0 && layers > 0) {   // (the first product takes the kernel: no PDL)
         cudaCheck(cudaEventRecord(m->ev_act[0], stream));
@@ -333,8 +333,9 @@ static int model_share(const Model *m, int gbs, int *first) {
 static void model_gather(Model *m, const DeviceData *train, int i, int ahead, int gbs, cudaStream_t stream) {
     int first;
     const int rows = model_share(m, gbs, &first);
-    gather_batch_step(m->batches[i], m->batch_labels[i], train->images, train->labels, m->perm + first, m->step, ahead,
-                      m->B, rows, train->D, plan_batch(&m->plan, rows, 1)->gather, stream);
+    gather_batch_step(m->batches[i], m->batches_bf16[i], m->batch_labels[i], train->images, train->labels,
+                      m->perm + first, m->step, ahead, m->B, rows, train->D, plan_batch(&m->plan, rows, 1)->gather,
+                      stream);
 }
 
 // Enqueues n steps, the last with last_bs rows (global rows, on several ranks), launched from the
@@ -356,6 +357,8 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, S
         int first;
         const int bs = model_share(m, gbs, &first);
         m->acts[0] = m->batches[i % 2];
+        if (m->batches_bf16[0]) m->acts_bf16[0] = m->batches_bf16[i % 2];
+        m->x_bf16 = m->batches_bf16[0] != NULL;   // (the gathers write the BF16 batch too)
         m->labels = m->batch_labels[i % 2];
         m->x_pixels = plan_batch(&m->plan, bs, 1)->gather == GATHER_PIXELS;   // (how this batch is gathered)
         if (i + 1 < n) {
@@ -367,6 +370,7 @@ static void train_steps(Model *m, const DeviceData *train, int n, int last_bs, S
         model_forward_loss(m, bs, gbs, stream);
         model_backward_update(m, bs, o.lr, o.momentum, o.weight_decay, i == n - 1, stream, gbs);
     }
+    m->x_bf16 = 0;   // (a batch written into acts[0] by anything else gets the copy kernel)
 }
 
 // One step on bs rows, its kernels launched from the host (-f 0); the batch is rows
