@@ -6,6 +6,7 @@ names: a spread of depths, widths (some not multiples of 8), batches and activat
     python3 dev/sweep.py                          # every model, FP32/TF32/BF16, 3 alternated reps
     python3 dev/sweep.py --models deep2048,lenet --precisions bf16 --reps 1
     python3 dev/sweep.py --list                   # the models
+    python3 dev/sweep.py --add w3000=784,3000,10:relu:256 --models w3000   # a model of your own
 
 The peer is bench_pytorch.py's graph modes: the whole step (the batch's gather, forward, loss,
 backward, fused SGD with momentum) captured once as a CUDA graph and replayed, FP32 (graph),
@@ -103,7 +104,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--trainer", default="./train_mlp_fast")
     ap.add_argument("--data", default=None, help="IDX dataset directory (default: as dev/bench.py)")
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated names (--list)")
+    ap.add_argument("--models", default=None, help="comma-separated names (--list; default: all, --add's included)")
+    ap.add_argument("--add", action="append", default=[], metavar="NAME=SIZES:ACT:BATCH",
+                    help="one more model, e.g. w3000=784,3000,10:relu:256 (repeatable)")
     ap.add_argument("--precisions", default="fp32,tf32,bf16")
     ap.add_argument("--reps", type=int, default=3, help="alternated repetitions (default 3)")
     ap.add_argument("--epochs", type=int, default=5, help="epochs a run, warm-up included (default 5)")
@@ -117,6 +120,18 @@ def main():
                     help="run nothing: the table from the 'rep' lines of earlier runs' output (a sweep split over "
                          "visits: each (model, precision) takes every repetition the logs hold)")
     args = ap.parse_args()
+    for spec in args.add:
+        try:
+            name, rest = spec.split("=", 1)
+            sizes, act, batch = rest.split(":")
+            sizes = [int(v) for v in sizes.split(",")]
+            if not name or len(sizes) < 2 or min(sizes) < 1 or act not in ("relu", "tanh", "sigmoid") or int(batch) < 1:
+                raise ValueError
+        except ValueError:
+            sys.exit("sweep.py: --add %r: expected NAME=SIZES:ACT:BATCH, e.g. w3000=784,3000,10:relu:256" % spec)
+        MODELS[name] = (sizes, act, int(batch))
+    if args.models is None:
+        args.models = ",".join(MODELS)
     if args.list:
         for n, (s, a, b) in MODELS.items():
             print("%-10s %-32s %-8s batch %d" % (n, ",".join(map(str, s)), a, b))
