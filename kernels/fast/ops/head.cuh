@@ -74,30 +74,35 @@ __device__ __forceinline__ void head_dh_store(float4 s, size_t o, const float *h
     }
 }
 
-// Step 1 of both head kernels: acc[r][c] = this thread's share of row b0 + r's logit c (its k from
-// k0, step apart: float4s where vec, else floats; rows from `rows` on, past B, are not used: zeros, or
-// with REREAD row b0 again, whichever gives the kernel fewer registers), each W element
-// loaded once for all R rows; then added up across the warp by a butterfly of shuffles, so that every
-// lane holds the warp's sums.
-template <int MAXC, int R, bool REREAD>
-__device__ __forceinline__ void head_warp_logits(float (&acc)[R][MAXC], const float *h, const float *W, int b0,
-                                                 int rows, int IN, int C, int k0, int step, int vec) {
+// Step 1 of both head kernels, in three parts. head_logits_add: acc[r][c] += this thread's share of row
+// b0 + r's logit c over columns k0, k0 + step, ... below kend (float4s where vec, else floats; h's
+// rows ldh apart, W's ldw apart: W itself, or a chunk of it in shared memory); rows from `rows` on,
+// past B, are not used: zeros, or with REREAD row b0 again, whichever gives the kernel fewer
+// registers. Each W element is loaded once for all R rows. head_logits_sum then adds them up across
+// the warp by a butterfly of shuffles, so that every lane holds the warp's sums.
+template <int MAXC, int R>
+__device__ __forceinline__ void head_logits_zero(float (&acc)[R][MAXC]) {
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int c = 0; c < MAXC; c++) acc[r][c] = 0.0f;
-    for (int k = k0; k < IN; k += step) {
+}
+
+template <int MAXC, int R, bool REREAD>
+__device__ __forceinline__ void head_logits_add(float (&acc)[R][MAXC], const float *h, size_t ldh, const float *W,
+                                                int ldw, int b0, int rows, int C, int k0, int kend, int step, int vec) {
+    for (int k = k0; k < kend; k += step) {
         float4 x[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const float *hr = h + (size_t)(b0 + (!REREAD || r < rows ? r : 0)) * IN + k;
+            const float *hr = h + (size_t)(b0 + (!REREAD || r < rows ? r : 0)) * ldh + k;
             x[r] = !REREAD && r >= rows ? make_float4(0.f, 0.f, 0.f, 0.f)
                  : vec ? *reinterpret_cast<const float4 *>(hr) : make_float4(hr[0], 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int c = 0; c < MAXC; c++) {
             if (c < C) {
-                const float *wc = W + (size_t)c * IN + k;
+                const float *wc = W + (size_t)c * ldw + k;
                 const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
 #pragma unroll
                 for (int r = 0; r < R; r++) {
@@ -109,6 +114,10 @@ __device__ __forceinline__ void head_warp_logits(float (&acc)[R][MAXC], const fl
             }
         }
     }
+}
+
+template <int MAXC, int R>
+__device__ __forceinline__ void head_logits_sum(float (&acc)[R][MAXC], int C) {
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -138,10 +147,12 @@ __device__ __forceinline__ void head_rows(int b0, float *logits, float *dlogits,
 
     // 1. partial logits: the thread's k (float4s, or floats, HEAD_THREADS apart) for each row and
     //    class, every W element loaded once per block and used for all its rows, added up across each
-    //    warp (head_warp_logits), then across the warps in order
+    //    warp (head_logits_add, head_logits_sum), then across the warps in order
     float acc[HEAD_ROWS][MAXC];
     const int step = vec ? 4 * HEAD_THREADS : HEAD_THREADS;
-    head_warp_logits<MAXC, HEAD_ROWS, false>(acc, h, W, b0, rows, IN, C, vec ? 4 * tid : tid, step, vec);
+    head_logits_zero(acc);
+    head_logits_add<MAXC, HEAD_ROWS, false>(acc, h, IN, W, IN, b0, rows, C, vec ? 4 * tid : tid, IN, step, vec);
+    head_logits_sum(acc, C);
 #pragma unroll
     for (int r = 0; r < HEAD_ROWS; r++)
 #pragma unroll
@@ -203,31 +214,60 @@ __global__ void __launch_bounds__(HEAD_THREADS)
 }
 
 // The same head for large batches: a warp takes HEAD_WARP_ROWS rows from start to end, its lanes
-// splitting IN, with no block-wide barrier between a row's steps (W, which every warp reads whole,
-// comes from L1). head_rows' blocks split IN between 8 warps and meet at three barriers a row pair;
-// at a batch of thousands of rows, two such blocks an SM (their registers) spent the kernel waiting
-// on memory (doc/fast.md has the times). Each sum runs in a fixed order
-// (the lane's k in turn, then a butterfly of shuffles, then the bias): the same bits on every run.
-// The step plan takes it where its blocks fill every SM (head_warp_fits).
+// splitting IN, with no block-wide barrier between a row's steps. head_rows' blocks split IN between
+// 8 warps and meet at three barriers a row pair; at a batch of thousands of rows, two such blocks an
+// SM (their registers) spent the kernel waiting on memory (doc/fast.md has the times). Every warp
+// reads all of W twice (the logits, then dh): the block stages W in shared memory HEAD_KC columns at
+// a time, for its 8 warps together (a barrier a chunk), so that W comes from L2 once a block, not
+// once a warp (the rows streaming through L1 evict it there). The chunks are multiples of a warp's
+// round (128 floats), so each lane walks its k in the same order as without them. Each sum runs in a
+// fixed order (the lane's k in turn, then a butterfly of shuffles, then the bias): the same bits on
+// every run. The step plan takes it where its blocks fill every SM (head_warp_fits).
 #define HEAD_WARP_ROWS 2
+template <int MAXC>
+struct HeadChunk { static constexpr int KC = MAXC <= 16 ? 512 : 256; };   // (32 KB of W either way)
+
+// W's columns [k0, k0 + kc) of each class into ws (class c at c KC), by the block's threads
+template <int KC>
+__device__ __forceinline__ void head_stage_w(float *ws, const float *W, int IN, int C, int k0, int kc, int vec) {
+    if (vec)
+        for (int i = threadIdx.x; i < C * kc / 4; i += HEAD_THREADS) {
+            const int c = i / (kc / 4), k = 4 * (i % (kc / 4));
+            *reinterpret_cast<float4 *>(ws + c * KC + k) =
+                *reinterpret_cast<const float4 *>(W + (size_t)c * IN + k0 + k);
+        }
+    else
+        for (int i = threadIdx.x; i < C * kc; i += HEAD_THREADS)
+            ws[(i / kc) * KC + i % kc] = W[(size_t)(i / kc) * IN + k0 + i % kc];
+}
+
 template <int MAXC>
 __global__ void __launch_bounds__(HEAD_THREADS)
     head_warp_kernel(float *logits, float *dlogits, float *dh, float *losses, const float *h, const float *W,
                      const float *bias, const int *labels, int B, int IN, int C, int act, int vec, int norm,
                      unsigned short *dh_bf16, float *dh_tf32) {
-    constexpr int R = HEAD_WARP_ROWS, WARPS = HEAD_THREADS / 32;
+    constexpr int R = HEAD_WARP_ROWS, WARPS = HEAD_THREADS / 32, KC = HeadChunk<MAXC>::KC;
     __shared__ float zs[WARPS][R][MAXC], dzs[WARPS][R][MAXC];   // each warp's logits and their gradients
+    __shared__ __align__(16) float ws[MAXC * KC];               // a chunk of W (head_stage_w)
     pdl_wait();  // launched with PDL: h is the previous kernel's output (pdl.cuh)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int b0 = (blockIdx.x * WARPS + warp) * R;
-    if (b0 >= B) return;   // (no block-wide barrier below)
-    const int rows = B - b0 < R ? B - b0 : R;
+    // (a warp past B has no rows, but stages W with the others: the barriers take the whole block)
+    const int rows = b0 >= B ? 0 : B - b0 < R ? B - b0 : R;
+    const int step = vec ? 128 : 32, kl = vec ? 4 * lane : lane;
 
-    // 1. the logits: the lane's k (float4s, or floats, 32 apart) for each row and class, added up
-    //    across the warp (head_warp_logits), plus the bias
+    // 1. the logits: the lane's k (float4s, or floats, 32 apart) for each row and class, W from the
+    //    staged chunk (head_logits_add), added up across the warp (head_logits_sum), plus the bias
     float acc[R][MAXC];
-    const int step = vec ? 128 : 32;
-    head_warp_logits<MAXC, R, true>(acc, h, W, b0, rows, IN, C, vec ? 4 * lane : lane, step, vec);
+    head_logits_zero(acc);
+    for (int k0 = 0; k0 < IN; k0 += KC) {
+        const int kc = IN - k0 < KC ? IN - k0 : KC;
+        __syncthreads();   // (every warp done with the last chunk)
+        head_stage_w<KC>(ws, W, IN, C, k0, kc, vec);
+        __syncthreads();
+        if (rows > 0) head_logits_add<MAXC, R, true>(acc, h + k0, IN, ws, KC, b0, rows, C, kl, kc, step, vec);
+    }
+    head_logits_sum(acc, C);
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -243,24 +283,30 @@ __global__ void __launch_bounds__(HEAD_THREADS)
         logits[(size_t)b0 * C + i] = zs[warp][i / C][i % C];
         dlogits[(size_t)b0 * C + i] = dzs[warp][i / C][i % C];
     }
-    if (dh == NULL) return;  // a one-layer model: h is the data, it needs no gradient
+    if (dh == NULL) return;  // a one-layer model: h is the data, it needs no gradient (the whole block)
 
-    // 3. dh_b[k] = Σ_c dz[c] · W[c][k] · act'(h_b[k]) at the lane's k of step 1, W's values there loaded
-    //    once for the warp's rows
-    for (int k = vec ? 4 * lane : lane; k < IN; k += step) {
-        float4 sum[R];
+    // 3. dh_b[k] = Σ_c dz[c] · W[c][k] · act'(h_b[k]) at the lane's k of step 1, W from the staged chunk
+    for (int k0 = 0; k0 < IN; k0 += KC) {
+        const int kc = IN - k0 < KC ? IN - k0 : KC;
+        __syncthreads();
+        head_stage_w<KC>(ws, W, IN, C, k0, kc, vec);
+        __syncthreads();
+        if (rows == 0) continue;
+        for (int k = kl; k < kc; k += step) {
+            float4 sum[R];
 #pragma unroll
-        for (int r = 0; r < R; r++) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int r = 0; r < R; r++) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
-        for (int c = 0; c < C; c++) {
-            const float *wc = W + (size_t)c * IN + k;
-            const float4 w = vec ? *reinterpret_cast<const float4 *>(wc) : make_float4(wc[0], 0.f, 0.f, 0.f);
+            for (int c = 0; c < C; c++) {
+                const float4 w = vec ? *reinterpret_cast<const float4 *>(ws + c * KC + k)
+                                     : make_float4(ws[c * KC + k], 0.f, 0.f, 0.f);
 #pragma unroll
-            for (int r = 0; r < R; r++) sum[r] = head_fma4(dzs[warp][r][c], w, sum[r]);
+                for (int r = 0; r < R; r++) sum[r] = head_fma4(dzs[warp][r][c], w, sum[r]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (r < rows) head_dh_store(sum[r], (size_t)(b0 + r) * IN + k0 + k, h, dh, dh_bf16, dh_tf32, act, vec);
         }
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            if (r < rows) head_dh_store(sum[r], (size_t)(b0 + r) * IN + k, h, dh, dh_bf16, dh_tf32, act, vec);
     }
 }
 
