@@ -23,6 +23,7 @@ static void* malloc_check(size_t size, const char* file, int line) {
     }
     return p;
 }
+#undef mallocCheck   // (common/utils.h's, through kernels/common.cuh: its hint speaks of -b and -m)
 #define mallocCheck(size) malloc_check((size), __FILE__, __LINE__)
 
 static FILE* fopen_check(const char* path, const char* mode, const char* file, int line) {
@@ -34,6 +35,7 @@ static FILE* fopen_check(const char* path, const char* mode, const char* file, i
     }
     return f;
 }
+#undef fopenCheck
 #define fopenCheck(path, mode) fopen_check((path), (mode), __FILE__, __LINE__)
 
 // every binary here needs a GPU: without one it says so in one line and exits 0, so that
