@@ -45,12 +45,18 @@ steps of its training run on the CPU and the GPU side by side, every tensor at e
 
 static int verbose = 0;
 static int fail_fast = 0;  // -X: stop after the first case with a failed check
+// -S I/N: only cases I, I + N, I + 2N ... (in the order the suite meets them), so that N processes,
+// compute-sanitizer's among them, can share the suite; shard_cases counts the cases met so far
+static int shard_i = 0, shard_n = 1, shard_cases = 0;
 
-// one case of the suite; with -X the suite stops at the first case that failed
-#define CASE(call)                                          \
-    do {                                                    \
-        call;                                               \
-        if (fail_fast && checks_failed) return test_exit(); \
+// one case of the suite, unless it is another shard's; with -X the suite stops at the first case
+// that failed
+#define CASE(call)                                              \
+    do {                                                        \
+        if (shard_cases++ % shard_n == shard_i) {               \
+            call;                                               \
+            if (fail_fast && checks_failed) return test_exit(); \
+        }                                                       \
     } while (0)
 
 // ----------------------------------------------------------------------------
@@ -754,6 +760,10 @@ static void gpu_vs_cpu_family(int fam, int no_wgmma) {
 // without wgmma are skipped, with the reason.
 static void test_families_launched(void) {
     section("the kernel families launched on this GPU");
+    if (shard_n > 1) {
+        skip("the kernel families launched: with -S %d/%d this process ran a share of the cases only", shard_i, shard_n);
+        return;
+    }
     const int wgmma = matmul_fast_target()->wgmma;
     for (int f = 0; f < FAM_COUNT; f++) {
         const int launched = (fast::plan_launched_families >> f) & 1;
@@ -2076,6 +2086,8 @@ static void usage(FILE *f, const char *prog) {
                "                         on the CPU and on the GPU side by side, every tensor at every step\n\n"
                "  -V        print every tensor at every step (the suite; your own model always does)\n"
                "  -X        stop after the first case that fails (mutation runs: dev/mutate/)\n"
+               "  -S I/N    only cases I, I+N, I+2N ... of the suite (or of -Q): N processes share it, e.g.\n"
+               "            four compute-sanitizer runs at once (dev/sanitize.sh, SHARDS=4)\n"
                "  -N INT    steps to compare (default 10)\n"
                "  -G WHICH  the GPU trainer to compare: readable (train_mlp.cu), fast (train_mlp_fast.cu -f 0),\n"
                "            fused (train_mlp_fast.cu -f 3, for the models its fused steps can run), all (default)\n\n"
@@ -2163,6 +2175,13 @@ int main(int argc, char **argv) {
         if (strcmp(a, "-V") == 0) verbose = 1;
         else if (strcmp(a, "-Q") == 0) quick = 1;
         else if (strcmp(a, "-X") == 0) fail_fast = 1;
+        else if (strcmp(a, "-S") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            int si, sn, used = 0;
+            if (sscanf(v, "%d/%d%n", &si, &sn, &used) != 2 || v[used] || sn < 1 || sn > 64 || si < 0 || si >= sn)
+                usage_error(argv[0], "-S: '%s' is not I/N with 0 <= I < N <= 64 (e.g. 0/4)", v);
+            shard_i = si, shard_n = sn;
+        }
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout, argv[0]);
             return 0;

@@ -15,6 +15,9 @@
 #   DATA=dir  the dataset for the trainer runs (default: as the trainers look for it)
 #   TOOLS="memcheck racecheck"  only these tools; ONLY="test_mlp train_mlp_fast_big"  only these programs
 #   (by the names below; a visit too short for all 48 runs takes them in parts)
+#   SHARDS=N  test_mlp -Q as N processes at once (test_mlp -S I/N), each under the tool: the suite's
+#   cases are many short kernels, the sanitizer's own work is on the host, and one process leaves
+#   the GPU mostly idle (the shards skip the check that every kernel family was launched)
 set -uo pipefail
 OUTDIR=${1:-dev/out/sanitize}
 mkdir -p "$OUTDIR"
@@ -57,22 +60,38 @@ done
 for o in ${ONLY:-}; do
   printf '%s\n' "${programs[@]}" | grep -q "^$o|" || { echo "error: ONLY: no program $o (the names in dev/sanitize.sh)" >&2; exit 2; }
 done
+SHARDS=${SHARDS:-1}
+[[ "$SHARDS" =~ ^[1-9][0-9]?$ ]] && [ "$SHARDS" -le 64 ] || { echo "error: SHARDS: '$SHARDS' is not a count from 1 to 64" >&2; exit 2; }
+# one program under one tool: its log, then its line (exit status and the tool's summary); returns the exit status
+sanitize_one() {
+  local tool=$1 name=$2 cmd=$3 extra=() log="$OUTDIR/${1}_${2}.log" rc summary
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  timeout "${SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 3 \
+    $cmd >"$log" 2>&1
+  rc=$?
+  summary=$(grep -E '(ERROR|RACECHECK|INITCHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
+  echo "$tool $name: exit $rc; ${summary:-no summary line (see $log)}"
+  return $rc
+}
 failed=0
 for tool in "${tools[@]}"; do
   for p in "${programs[@]}"; do
     name=${p%%|*}
     cmd=${p#*|}
     [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || continue
-    extra=()
-    [ "$tool" = memcheck ] && extra=(--leak-check full)
-    log="$OUTDIR/${tool}_${name}.log"
+    if [ "$name" = test_mlp ] && [ "$SHARDS" -gt 1 ]; then   # the shards at once, their lines in order
+      pids=()
+      for ((k = 0; k < SHARDS; k++)); do
+        sanitize_one "$tool" "test_mlp_s$k" "$cmd -S $k/$SHARDS" > "$OUTDIR/.line_$k" & pids+=($!)
+      done
+      for ((k = 0; k < SHARDS; k++)); do
+        wait "${pids[$k]}" || failed=1
+        cat "$OUTDIR/.line_$k"; rm -f "$OUTDIR/.line_$k"
+      done
+      continue
+    fi
     [ "$name" = test_mlp ] || cmd="$cmd -o /tmp/sanitize_${name}.csv"  # (the trainers' CSV logs go to /tmp)
-    timeout "${SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 3 \
-      $cmd >"$log" 2>&1
-    rc=$?
-    summary=$(grep -E '(ERROR|RACECHECK|INITCHECK|SYNCCHECK) SUMMARY' "$log" | tail -1)
-    echo "$tool $name: exit $rc; ${summary:-no summary line (see $log)}"
-    [ $rc -eq 0 ] || failed=1
+    sanitize_one "$tool" "$name" "$cmd" || failed=1
   done
 done
 exit $failed
