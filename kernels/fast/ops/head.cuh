@@ -214,15 +214,15 @@ __global__ void __launch_bounds__(HEAD_THREADS)
 }
 
 // The same head for large batches: a warp takes HEAD_WARP_ROWS rows from start to end, its lanes
-// splitting IN, with no block-wide barrier between a row's steps. head_rows' blocks split IN between
-// 8 warps and meet at three barriers a row pair; at a batch of thousands of rows, two such blocks an
-// SM (their registers) spent the kernel waiting on memory (doc/fast.md has the times). Every warp
-// reads all of W twice (the logits, then dh): the block stages W in shared memory HEAD_KC columns at
-// a time, for its 8 warps together (a barrier a chunk), so that W comes from L2 once a block, not
-// once a warp (the rows streaming through L1 evict it there). The chunks are multiples of a warp's
-// round (128 floats), so each lane walks its k in the same order as without them. Each sum runs in a
-// fixed order (the lane's k in turn, then a butterfly of shuffles, then the bias): the same bits on
-// every run. The step plan takes it where its blocks fill every SM (head_warp_fits).
+// splitting IN. head_rows' blocks split IN between 8 warps and meet at three barriers a row pair; at a
+// batch of thousands of rows, two such blocks an SM (their registers) spent the kernel waiting on
+// memory (doc/fast.md has the times). Every warp reads all of W twice (the logits, then dh): the block
+// stages W in shared memory 512 columns at a time (256 above 16 classes: HeadChunk) for its 8 warps,
+// between two barriers a chunk, so that W comes from L2 once a block, not once a warp (the rows
+// streaming through L1 evict it there). The chunks are multiples of a warp's round (128 floats), so
+// each lane walks its k in the same order as without them. Each sum runs in a fixed order (the lane's
+// k in turn, then a butterfly of shuffles, then the bias): the same bits on every run. The step plan
+// takes it where its blocks fill every SM (head_warp_fits).
 #define HEAD_WARP_ROWS 2
 template <int MAXC>
 struct HeadChunk { static constexpr int KC = MAXC <= 16 ? 512 : 256; };   // (32 KB of W either way)
