@@ -346,6 +346,22 @@ static void refine_ffma(void *ctx, const StepPlan *p, BatchPlan *bp) {
         }
 }
 
+// What the plan gives a large -x 2 model (plan_bf16_sgd_in_dw), on a small one: every layer whose dW
+// takes the BF16 wgmma kernel with W's SGD step in that dW's epilogue, after dinp; counts in
+// refined_layers the layers above the first it moved (those whose order changes)
+static int refined_layers = 0;
+static void refine_bf16_sgd(void *ctx, const StepPlan *p, BatchPlan *bp) {
+    (void)ctx;
+    if (!bp->train || !p->bf16_copies) return;
+    for (int l = 0; l < p->L; l++) {
+        LayerPlan *lp = &bp->layer[l];
+        if (lp->p[MF_DWEIGHT].family != FAM_WGMMA_BF16_COPIES || lp->sgd == SGD_IN_DW) continue;
+        lp->sgd = SGD_IN_DW;
+        lp->p[MF_DWEIGHT].epi = EPI_SGD;
+        refined_layers += l > 0;
+    }
+}
+
 static void gpu_build(GpuModel *g, int trainer, int prec, const int *sizes, int L, int act, int B, int n, int steps,
                       uint64_t seed, Optim o) {
     memset(g, 0, sizeof(*g));
@@ -752,6 +768,22 @@ static void gpu_vs_cpu_family(int fam, int no_wgmma) {
     }
     test_refine = NULL;
     if (no_wgmma) matmul_fast_set_target(NULL);
+}
+
+// -x 2 with W's SGD step in dW's epilogue on a layer above the first too, dW after dinp (the plan a large
+// model gets, plan_bf16_sgd_in_dw, given a small one by refine_bf16_sgd), against the CPU step by step
+static void gpu_vs_cpu_bf16_sgd(void) {
+    if (!matmul_fast_target()->wgmma) {
+        skip("-x 2's SGD step in dW's epilogue: this GPU or build has no wgmma (the BF16 kernel it rides on)");
+        return;
+    }
+    static const int sizes[] = {784, 128, 128, 40};
+    refined_layers = 0;
+    test_refine = refine_bf16_sgd;
+    gpu_vs_cpu(FAST, PREC_BF16, sizes, 3, ACT_TANH, 33, 17);
+    test_refine = NULL;
+    check(refined_layers > 0, "-x 2: the layers above the first took W's step in dW's epilogue after dinp (%d plans)",
+          refined_layers);
 }
 
 // Every kernel family of the step plan (FAM_*, kernels/fast/step/plan.cuh) was launched by the fast
@@ -1510,6 +1542,10 @@ static int plan_consistent(const StepPlan *p, char *why, size_t n) {
                                 p->ranks > 1 ? "s" : "", p->ranks > 1 ? "not after the sum" : "after a sum"), 0;
             if ((lp->p[MF_DWEIGHT].epi == EPI_SGD) != (bp->train && lp->sgd == SGD_IN_DW))
                 return snprintf(why, n, "batch %d layer %d: dW's epilogue and the SGD step disagree", bs, l), 0;
+            if (bp->train && lp->sgd == SGD_IN_DW && l > 0 && !lp->kmajor &&
+                !(p->bf16_copies && lp->p[MF_DWEIGHT].family == FAM_WGMMA_BF16_COPIES))
+                return snprintf(why, n, "batch %d layer %d: W's step in dW's epilogue, which neither K-major copies "
+                                "nor the BF16 wgmma kernel's ordering after dinp allows", bs, l), 0;
             if (lp->kmajor && !p->kmajor[l]) return snprintf(why, n, "batch %d layer %d: K-major without copies", bs, l), 0;
             if (bp->train && (l == 0) == (lp->p[MF_DINP].used != 0) && !(l == p->L - 1 && p->head_fused))
                 return snprintf(why, n, "batch %d layer %d: dinp %s", bs, l, l == 0 ? "planned" : "missing"), 0;
@@ -1808,6 +1844,41 @@ static void test_plan_bf16_tma(void) {
         check(wrong == 0, "-x 2, the big model's products on %s: %s (%d wrong)", plan_gpus[g].name,
               t.wgmma && t.tma ? "the TMA kernel" : t.wgmma ? "wgmma without the TMA" : "mma.sync", wrong);
     }
+    matmul_fast_set_target(NULL);
+}
+
+// -x 2's SGD step in dW's epilogue (plan_bf16_sgd_in_dw) on an H100/H200: the big model at batch 4096
+// takes it in both layers (layer 1's dW and dinp are 512 tiles each, layer 0 has no dinp), and -P says
+// so; the wide model at batch 256 keeps layer 1's SGD kernel (its dW is a fraction of a wave, which runs
+// beside dinp)
+static void test_plan_bf16_sgd(void) {
+    static StepPlan q;
+    matmul_fast_set_target(&plan_gpus[0].t);
+    const int big[] = {784, 4096, 4096, 10}, wide[] = {784, 1024, 1024, 10};
+    char why[200] = "";
+    step_plan_make(&q, big, 3, ACT_RELU, 4096, PREC_BF16, PLAN_ASK_GRAPHS, 1);
+    const BatchPlan *bp = plan_batch(&q, 4096, 1);
+    const int fine = plan_consistent(&q, why, sizeof(why));
+    check(q.bf16_copies && bp->layer[0].sgd == SGD_IN_DW && bp->layer[1].sgd == SGD_IN_DW && fine,
+          "-x 2, 784,4096,4096,10 at batch 4096 on an H100/H200: W's step in dW's epilogue in layers 0 (%d) and 1 "
+          "(%d), consistent (%d%s%s)", bp->layer[0].sgd == SGD_IN_DW, bp->layer[1].sgd == SGD_IN_DW, fine,
+          fine ? "" : ": ", fine ? "" : why);
+    char *text = plan_text(&q, 4096, 4096);
+    check(strstr(text, "layer 1: W's SGD step in dW's epilogue after dinp, with W's BF16 copy") != NULL,
+          "-P's text says layer 1's step rides on dW after dinp, with W's BF16 copy");
+    if (verbose) fputs(text, stdout);
+    free(text);
+    step_plan_make(&q, wide, 3, ACT_RELU, 256, PREC_BF16, PLAN_ASK_GRAPHS, 1);
+    bp = plan_batch(&q, 256, 1);
+    check(bp->layer[1].sgd == SGD_KERNEL, "-x 2, 784,1024,1024,10 at batch 256: layer 1 keeps the SGD kernel (%d)",
+          bp->layer[1].sgd);
+    // at batch 512 layer 1's dinp (512 x 2048) is 64 tiles of 128 x 128, half a wave of the 132 SMs
+    const int deep[] = {784, 2048, 2048, 2048, 10};
+    step_plan_make(&q, deep, 4, ACT_RELU, 512, PREC_BF16, PLAN_ASK_GRAPHS, 1);
+    bp = plan_batch(&q, 512, 1);
+    check(bp->layer[0].sgd == SGD_IN_DW && bp->layer[1].sgd == SGD_KERNEL,
+          "-x 2, 784,2048,2048,2048,10 at batch 512: layer 0's step in dW's epilogue (%d), layer 1's in the SGD "
+          "kernel (%d): its dinp fills half a wave", bp->layer[0].sgd == SGD_IN_DW, bp->layer[1].sgd == SGD_KERNEL);
     matmul_fast_set_target(NULL);
 }
 
@@ -2124,6 +2195,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
     CASE(test_plan_coverage());
     CASE(test_plan_precision());
     CASE(test_plan_bf16_tma());
+    CASE(test_plan_bf16_sgd());
     const char *missing = gpu_missing();
     if (missing) {
         printf("\nno CUDA GPU here (%s): only the CPU side can run. Its loss at each step:\n", missing);
@@ -2218,6 +2290,7 @@ int main(int argc, char **argv) {
     CASE(test_plan_coverage());
     CASE(test_plan_precision());
     CASE(test_plan_bf16_tma());
+    CASE(test_plan_bf16_sgd());
     const char *missing = gpu_missing();
     if (missing) {
         section("GPU checks");
@@ -2276,6 +2349,7 @@ int main(int argc, char **argv) {
         CASE(gpu_vs_cpu_family(FAM_FFMA, 0));
         CASE(gpu_vs_cpu_family(FAM_WGMMA_TF32, 0));
         CASE(gpu_vs_cpu_family(FAM_BF16_COPIES, 1));
+        CASE(gpu_vs_cpu_bf16_sgd());
         CASE(test_determinism());
         CASE(test_families_launched());
         return test_exit();
@@ -2346,6 +2420,7 @@ int main(int argc, char **argv) {
     CASE(gpu_vs_cpu_family(FAM_FFMA, 0));
     CASE(gpu_vs_cpu_family(FAM_WGMMA_TF32, 0));
     CASE(gpu_vs_cpu_family(FAM_BF16_COPIES, 1));
+    CASE(gpu_vs_cpu_bf16_sgd());
 
     CASE(test_matmul_configs());
     CASE(test_matmul_large());

@@ -178,14 +178,24 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
         exit(EXIT_FAILURE);
     }
     const int vec = N % 4 == 0 && ((uintptr_t)C & 15) == 0;
+    const int sgd = epi->kind == MF_EPI_SGD;
+    if (C == NULL && !(sgd && vec)) {
+        fprintf(stderr, "error: matmul_fast_bf16_run: the %s product of %d x %d x %d: no output (C NULL) is for "
+                "the SGD epilogue on N a multiple of 4 only\n", names[prod], M, N, K);
+        exit(EXIT_FAILURE);
+    }
+    // With the SGD epilogue, out_bf16 takes the new W: the wgmma kernels store it on their float4 path
+    // (vec); elsewhere the kernel gets none and the copy follows it. Without, out_bf16 takes C.
+    __nv_bfloat16 *kernel_out = sgd && !vec ? NULL : out_bf16;
     const dim3 grid(mf_ceil_div(N, c->bn), mf_ceil_div(M, c->bm));
     bool copied;
     if (prod == MF_FWD)
-        copied = mf_bf16_launch_layout<true, true>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
+        copied = mf_bf16_launch_layout<true, true>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, kernel_out);
     else if (prod == MF_DINP)
-        copied = mf_bf16_launch_layout<true, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
+        copied = mf_bf16_launch_layout<true, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, kernel_out);
     else
-        copied = mf_bf16_launch_layout<false, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, out_bf16);
+        copied = mf_bf16_launch_layout<false, false>(cfg, grid, pdl, stream, C, A, B, M, N, K, vec, *epi, kernel_out);
     cudaCheck(cudaGetLastError());
-    if (!copied && out_bf16 != NULL) matmul_fast_bf16_copy(out_bf16, C, (size_t)M * N, stream);   // (mma.sync)
+    if ((!copied || kernel_out == NULL) && out_bf16 != NULL)   // (mma.sync, or the SGD epilogue's !vec)
+        matmul_fast_bf16_copy(out_bf16, sgd ? epi->sgd.param : C, (size_t)M * N, stream);
 }

@@ -229,11 +229,13 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
     }
 }
 
-// -x 1's epilogues on float4s that also store the tile rounded to TF32 and transposed into out_t (N, M)
-// (NULL: not): the tile's sums are staged in shared memory (red, BM x BN, rows LD floats apart).
+// The float4 epilogues of -x 1 (and -x 2's SGD step) that also store the tile rounded to TF32 and
+// transposed into out_t (N, M) (NULL: not): the tile's sums are staged in shared memory (red, BM x BN,
+// rows LD floats apart).
 //   MF_EPI_SGD   dW = the sums is stored in C (unless C is NULL: a gradient nobody reads), and each
 //                weight W[m][n] takes its SGD step (mf_sgd_step_store4, epilogue.cuh) with its momentum,
-//                the new weight also stored rounded to TF32 where sgd.param_tf32 is set; out_t: W^T,
+//                the new weight also stored rounded to TF32 where sgd.param_tf32 is set, and to BF16
+//                into w_bf16 where that is set (-x 2's copy of W, on the BF16 kernels); out_t: W^T,
 //                what the next step's dinp reads on this kernel.
 //   MF_EPI_DINP  dinp = the sums times act'(y) is stored in C; out_t: dinp^T, the next layer down's
 //                weight-gradient operand (train_mlp_fast.cu, model_tf32k0).
@@ -255,7 +257,8 @@ __device__ __forceinline__ void mf_wgb16_load(unsigned sa, const T* __restrict__
 #define MF_WG_SGD_BATCH 4   // float4s of W and its momentum whose loads are in flight together
 template <int BM, int BN, int NT, int LD, int BAR = 0>
 __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* red, int m0, int n0, int M, int N,
-                                                  const MatmulFastEpi& epi, float* __restrict__ out_t, int tid) {
+                                                  const MatmulFastEpi& epi, float* __restrict__ out_t, int tid,
+                                                  unsigned short* __restrict__ w_bf16 = nullptr) {
     const MatmulFastSgd& sg = epi.sgd;
     if (epi.kind == MF_EPI_SGD) {
         constexpr int SB = MF_WG_SGD_BATCH;
@@ -281,6 +284,9 @@ __device__ __forceinline__ void mf_wg_tf32_store4(float* __restrict__ C, float* 
                 mf_sgd_step_store4(sg, i, w[b], mb[b], g);
                 const float4 o = mf_round_tf32(w[b]);
                 if (sg.param_tf32 != nullptr) *reinterpret_cast<float4*>(sg.param_tf32 + i) = o;
+                if (w_bf16 != nullptr)   // (i a multiple of 4: 8-byte aligned)
+                    *reinterpret_cast<uint2*>(w_bf16 + i) =
+                        make_uint2(mf_bf16x2_bits(w[b].x, w[b].y), mf_bf16x2_bits(w[b].z, w[b].w));
                 if (out_t != nullptr) *reinterpret_cast<float4*>(&red[r * LD + cc]) = o;
             }
         }
@@ -446,12 +452,16 @@ matmul_wgmma_ops_kernel(float* __restrict__ C, const T* __restrict__ A, const T*
     float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw));
     mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
     __syncthreads();
-    if constexpr (TF32) {
-        // -x 1's weight gradient with its SGD step, and dinp with its transposed copy, on float4s
-        if (vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr))) {
-            mf_wg_tf32_store4<BM, BN, NT, LD>(C, red, m0, n0, M, N, epi, out_t, tid);
-            return;
-        }
+    // -x 1's weight gradient with its SGD step and dinp with its transposed copy, on float4s; and -x 2's
+    // weight gradient with its SGD step, which stores the new W's BF16 copy into out_bf16. Only the
+    // weight gradient's layout (A and B not K-major) compiles the latter: the other products' kernels
+    // stay as they were without it.
+    constexpr bool SGD_COPY = !TF32 && !A_KC && !B_KC;
+    if ((TF32 || SGD_COPY) && vec &&
+        (epi.kind == MF_EPI_SGD || (TF32 && epi.kind == MF_EPI_DINP && out_t != nullptr))) {
+        mf_wg_tf32_store4<BM, BN, NT, LD>(C, red, m0, n0, M, N, epi, out_t, tid,
+                                          SGD_COPY ? reinterpret_cast<unsigned short*>(out_bf16) : nullptr);
+        return;
     }
     mf_wg_store_general<BM, BN, NT, LD>(C, red, m0, n0, M, N, vec, epi, out_bf16, tid);
 #endif

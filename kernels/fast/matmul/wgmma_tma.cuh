@@ -290,8 +290,11 @@ matmul_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_co
         float* red = reinterpret_cast<float*>(mf_wgb16_smem + (sbase - sraw));
         mf_wg_acc_to_smem<BN, LD>(red, acc, warp * 16 + g, q);
         mf_bar_sync(BAR_MMA, NT);
-        if (TF32 && vec && (epi.kind == MF_EPI_SGD || (epi.kind == MF_EPI_DINP && out_t != nullptr)))
-            mf_wg_tf32_store4<BM, BN, NT, LD, BAR_MMA>(C, red, m0, n0, M, N, epi, out_t, tid);
+        constexpr bool SGD_COPY = !TF32 && !A_KC && !B_KC;   // (as matmul_wgmma_ops_kernel's)
+        if ((TF32 || SGD_COPY) && vec &&
+            (epi.kind == MF_EPI_SGD || (TF32 && epi.kind == MF_EPI_DINP && out_t != nullptr)))
+            mf_wg_tf32_store4<BM, BN, NT, LD, BAR_MMA>(
+                C, red, m0, n0, M, N, epi, out_t, tid, SGD_COPY ? reinterpret_cast<unsigned short*>(out_bf16) : nullptr);
         else
             mf_wg_store_general<BM, BN, NT, LD>(C, red, m0, n0, M, N, vec, epi, TF32 ? nullptr : out_bf16, tid);
     }

@@ -167,10 +167,8 @@ static float plan_family_rate(int family) {
     }
 }
 
-// the cost model's time: the product's FLOPs at the family's rate, over the share of the GPU its
-// blocks fill (tiles in waves over the SMs)
-static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
-    const double flops = 2.0 * pp->M * pp->N * pp->K;
+// the blocks a product's plan launches: its tiles, times its K slices
+static long plan_tiles(const ProductPlan *pp) {
     int bm = 128, bn = 128, n = 0;
     if (pp->family == FAM_TF32_KMAJOR) {
         matmul_fast_tf32k_tile(pp->mm.cfg, &bm, &bn);
@@ -180,7 +178,14 @@ static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
         for (int i = 0; i < n; i++)
             if (cfgs[i].id == pp->mm.cfg) bm = cfgs[i].bm, bn = cfgs[i].bn;
     }
-    const long tiles = (long)((pp->M + bm - 1) / bm) * ((pp->N + bn - 1) / bn) * (pp->mm.splits > 0 ? pp->mm.splits : 1);
+    return (long)((pp->M + bm - 1) / bm) * ((pp->N + bn - 1) / bn) * (pp->mm.splits > 0 ? pp->mm.splits : 1);
+}
+
+// the cost model's time: the product's FLOPs at the family's rate, over the share of the GPU its
+// blocks fill (tiles in waves over the SMs)
+static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
+    const double flops = 2.0 * pp->M * pp->N * pp->K;
+    const long tiles = plan_tiles(pp);
     const long waves = (tiles + g->sms - 1) / g->sms;
     const double fill = (double)tiles / ((double)waves * g->sms);
     const double rate = (double)plan_family_rate(pp->family) * g->sms * (g->clock_mhz > 0 ? g->clock_mhz : 1500) * 1e6;
@@ -279,6 +284,18 @@ static int plan_kmajor0_fits(const StepPlan *p, int bs) {
 // ----------------------------------------------------------------------------
 // a batch size
 
+// -x 2, one rank: whether layer l's SGD step rides on its dW's epilogue, which then stores the new W's
+// BF16 copy as well (the wgmma BF16 kernels' float4 epilogue). The SGD kernel it saves runs beside no
+// product (their blocks take all of an SM's registers) and reads and writes the gradient besides.
+// Layer 0 has no dinp: its dW runs after every other product, so it always takes it. A layer above
+// runs dW after dinp, which reads W's copy, instead of beside it: taken where dW and dinp each fill
+// the GPU with a wave of tiles or more, so that running one after the other costs little.
+static int plan_bf16_sgd_in_dw(const StepPlan *p, const LayerPlan *lp, int l) {
+    const ProductPlan *dw = &lp->p[MF_DWEIGHT], *di = &lp->p[MF_DINP];
+    if (!p->bf16_copies || p->ranks > 1 || !dw->used || dw->family != FAM_WGMMA_BF16_COPIES) return 0;
+    return l == 0 || (di->used && plan_tiles(dw) >= p->gpu.sms && plan_tiles(di) >= p->gpu.sms);
+}
+
 // The plan of a step (train) or an evaluation's forward pass at bs rows.
 static void plan_batch_make(const StepPlan *p, int bs, int train, BatchPlan *bp) {
     memset(bp, 0, sizeof(*bp));
@@ -336,6 +353,7 @@ static void plan_batch_make(const StepPlan *p, int bs, int train, BatchPlan *bp)
                 *di = plan_product(MF_DINP, bs, IN, OUT, mm, 0, bf);
             lp->sgd = !one ? SGD_AFTER_SUM
                     : l == 0 && (size_t)OUT * IN < PLAN_FUSED_SGD_MAX_WEIGHTS && !p->bf16_copies ? SGD_IN_DW
+                    : plan_bf16_sgd_in_dw(p, lp, l) ? SGD_IN_DW
                     : SGD_KERNEL;
             dw->epi = lp->sgd == SGD_IN_DW ? EPI_SGD : EPI_NONE;
         }
@@ -496,8 +514,12 @@ static void plan_print_batch(FILE *f, const StepPlan *p, const BatchPlan *bp) {
         for (int l = 0; l < p->L; l++) {
             const LayerPlan *lp = &bp->layer[l];
             const int summed = lp->sgd == SGD_AFTER_SUM;   // (several ranks: W and b summed, then stepped)
+            const int bf16_in_dw = p->bf16_copies && lp->sgd == SGD_IN_DW;   // (plan_bf16_sgd_in_dw)
             fprintf(f, "  layer %d: %s SGD step %s%s%s\n", l, summed ? "W's and b's" : "W's", sgd[lp->sgd],
-                    lp->kmajor ? ", K-major copies" : "",
+                    lp->kmajor                              ? ", K-major copies"
+                    : bf16_in_dw && lp->p[MF_DINP].used     ? " after dinp, with W's BF16 copy"
+                    : bf16_in_dw                            ? ", with W's BF16 copy"
+                                                            : "",
                     !summed ? "; b's in the bias gradient's kernel (bias stream)"
                     : lp->p[MF_DINP].used ? " (dW before dinp, its sum beside dinp on the comm stream)" : "");
         }

@@ -59,7 +59,9 @@ static void plan_run(MfProduct prod, const ProductPlan *pp, float *C, const floa
         matmul_fast_bf16_run(prod, pp->mm.cfg, C, bf->a, bf->b, pp->M, pp->N, pp->K, epi, bf->out, pdl, stream);
     } else {
         matmul_fast_run(prod, &pp->mm, C, A, B, pp->M, pp->N, pp->K, epi, scratch, pp->prec, pdl, stream);
-        if (bf != NULL && bf->out != NULL) matmul_fast_bf16_copy(bf->out, C, (size_t)pp->M * pp->N, stream);
+        if (bf != NULL && bf->out != NULL)   // (with the SGD epilogue, the copy is the new W's)
+            matmul_fast_bf16_copy(bf->out, epi->kind == MF_EPI_SGD ? epi->sgd.param : C, (size_t)pp->M * pp->N,
+                                  stream);
     }
 }
 
@@ -180,8 +182,9 @@ static void model_sum_step(Model *m, int l, int par, int wait_dinp, float lr, fl
 // The last layer's dinp is the fused head's (model_forward_loss) when it is used.
 // The first layer has no dinp: its dW runs on main, after the last dinp, beside the side stream's
 // last update, its SGD step in dW's epilogue or the SGD kernel after it, as the plan says
-// (PLAN_FUSED_SGD_MAX_WEIGHTS says why). (Fusing the step into every dW was slower for the wide
-// model: dW would have to wait for dinp instead of running beside it.)
+// (PLAN_FUSED_SGD_MAX_WEIGHTS says why). Above it a layer's dW runs beside its dinp, so its step is a
+// kernel after dW; except with -x 2 where the plan says (plan_bf16_sgd_in_dw): dW then runs after
+// dinp, which reads W's BF16 copy, takes the step in its epilogue and stores the new copy itself.
 // With -x 1, a layer on the K-major kernel (LayerPlan.kmajor) needs dout rounded (dinp's operand)
 // and rounded and transposed (dW's): below the fused head, which stores the rounded copy itself, the
 // side stream transposes it before dW and dinp starts at once; elsewhere main makes both first
@@ -270,6 +273,22 @@ static void model_backward_update(Model *m, int bs, float lr, float momentum, fl
                 cudaCheck(cudaEventRecord(m->ev_dw[l], stream));
                 model_sum_step(m, l, par, 0, lr, momentum, weight_decay);
             }
+            continue;
+        }
+        if (lp->sgd == SGD_IN_DW && dw16 != NULL) {
+            // -x 2 with W's step in dW's epilogue (plan_bf16_sgd_in_dw): dinp first, which reads W's BF16
+            // copy; then dW, which steps W and stores the new copy (and the gradient where it is kept)
+            if (lp->p[MF_DINP].used) {
+                plan_run(MF_DINP, &lp->p[MF_DINP], m->dacts[l], dout, m->params + w, &dinp_epi, dinp16, NULL, NULL, 0,
+                         stream);
+                cudaCheck(cudaEventRecord(m->ev_dinp[l], stream));
+                cudaCheck(cudaStreamWaitEvent(dw_stream, m->ev_dinp[l], 0));
+            }
+            bf_dw.out = w_bf16;
+            const ProductPlan *dw = &lp->p[MF_DWEIGHT];   // (C may be NULL on the wgmma kernels' float4 path)
+            const int keep = keep_grads || dw->family != FAM_WGMMA_BF16_COPIES || dw->N % 4 != 0;
+            plan_run(MF_DWEIGHT, dw, keep ? m->grads + w : NULL, dout, m->acts[l], &dw_epi, &bf_dw, m->scratch, NULL, 0,
+                     dw_stream);
             continue;
         }
         if (l > 0) cudaCheck(cudaStreamWaitEvent(m->side, m->ev_dout[l], 0));
