@@ -1882,6 +1882,38 @@ static void test_plan_bf16_sgd(void) {
     matmul_fast_set_target(NULL);
 }
 
+// -P's expected time (plan_estimate_us) against products timed alone on an H200, each at the plan the
+// planner picks for it (tune_check --families, dev/results/sweep_h200_2026-11-29b.log): within 25 %,
+// the spread of plan_family_rate's fit (python3 dev/cuda/fit_plan.py --estimate) on such products
+static void test_plan_estimates(void) {
+    static const struct { int family, M, N, K, cfg; float us; const char *what; } timed[] = {
+        {FAM_WGMMA_BF16_COPIES, 4096, 1536, 784, 15, 30.68f, "BF16 forward, 128 x 192 tiles"},
+        {FAM_WGMMA_BF16_COPIES, 1536, 784, 4096, 16, 26.95f, "BF16 weight gradient, 128 x 128 tiles"},
+        {FAM_TF32_KMAJOR, 4096, 1536, 784, 6, 41.39f, "TF32 K-major forward, 128 x 192 tiles"},
+    };
+    for (size_t i = 0; i < sizeof(timed) / sizeof(timed[0]); i++) {
+        ProductPlan pp;
+        memset(&pp, 0, sizeof(pp));
+        pp.used = 1, pp.family = timed[i].family, pp.M = timed[i].M, pp.N = timed[i].N, pp.K = timed[i].K;
+        pp.mm.cfg = timed[i].cfg, pp.mm.splits = 1;
+        int n = 0, built = 0, bm = 0, bn = 0;
+        if (timed[i].family == FAM_TF32_KMAJOR) {
+            matmul_fast_tf32k_tile(timed[i].cfg, &bm, &bn);
+            built = bm > 0;
+        } else {
+            const MatmulFastCfg *cfgs = matmul_fast_bf16_configs(&n);
+            for (int c = 0; c < n && !built; c++) built = cfgs[c].id == timed[i].cfg;
+        }
+        if (!built) {
+            skip("-P's estimate of the %s: this build has no such kernel", timed[i].what);
+            continue;
+        }
+        const float est = plan_estimate_us(&pp, &plan_gpus[0].t);
+        check(fabsf(est / timed[i].us - 1.0f) <= 0.25f, "-P's estimate of the %s (%d x %d x %d) on an H200: %.1f us, "
+              "timed %.2f", timed[i].what, timed[i].M, timed[i].N, timed[i].K, est, timed[i].us);
+    }
+}
+
 // The models the fused step takes and those it leaves to the graph path, with the reason
 static void test_fused_plan(void) {
     const int small[] = {784, 128, 10}, deep[] = {784, 128, 64, 10}, odd_in[] = {23, 128, 10},
@@ -2196,6 +2228,7 @@ static int run_own_model(Config *cfg, const char *prog, int steps, int which) {
     CASE(test_plan_precision());
     CASE(test_plan_bf16_tma());
     CASE(test_plan_bf16_sgd());
+    CASE(test_plan_estimates());
     const char *missing = gpu_missing();
     if (missing) {
         printf("\nno CUDA GPU here (%s): only the CPU side can run. Its loss at each step:\n", missing);
@@ -2291,6 +2324,7 @@ int main(int argc, char **argv) {
     CASE(test_plan_precision());
     CASE(test_plan_bf16_tma());
     CASE(test_plan_bf16_sgd());
+    CASE(test_plan_estimates());
     const char *missing = gpu_missing();
     if (missing) {
         section("GPU checks");

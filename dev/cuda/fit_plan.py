@@ -8,6 +8,12 @@ every product of a spread of models, so that the planner picks the fastest tile 
 
 Prints, for each list, the fitted EFF, FILL and OCC of every row the data times, the picks' total time
 against the fastest plans', and every product whose pick is more than 15 % behind its fastest plan.
+
+    python3 dev/cuda/fit_plan.py --estimate dev/results/plan_times_h200.csv dev/results/sweep_h200_2026-11-29b.log
+
+fits -P's expected time (kernels/fast/step/plan.cuh, plan_estimate_us) to the same timings and to the
+copies' kernels' (tune_check --families, section 2 of that log): per kernel family, a wave of tiles
+costs a fixed time plus its FLOPs at a rate, both in the SMs' clocks (--clock MHz, 1980: the H200's).
 """
 import csv, collections, math, random, re, sys
 
@@ -88,9 +94,53 @@ def fit_times(path, lst):
             print(f"  {key[0]:7s} M {key[1]:5d} N {key[2]:5d} K {key[3]:5d}: pick c{p[0]}/s{p[1]} {v[p]:7.1f} us, "
                   f"fastest c{min(v, key=v.get)[0]}/s{min(v, key=v.get)[1]} {min(v.values()):7.1f} us")
 
+# -P's estimate: us = 2 + waves * (WAVE + tile FLOPs / RATE) / MHz, waves = ceil(tiles / (SMs * OCC)),
+# a wave's FLOPs those of OCC tiles of bm x bn over K / splits (rounded up to bk). Fitted per family on
+# each product's fastest plan (the one the planner means to pick), in log space.
+def fit_estimate(times_csv, families_log, mhz):
+    lists, fams, occ = config_rows(), collections.defaultdict(dict), {}
+    text = open("kernels/fast/matmul/configs.cuh").read()
+    for name, lst, fam in (("MF_FP32_CONFIGS", 0, "FAM_FFMA"), ("MF_3XTF32_CONFIGS", 0, "FAM_3XTF32"),
+                           ("MF_MMA_CONFIGS", 1, "FAM_MMA_TF32"), ("MF_WGMMA_CONFIGS", 1, "FAM_WGMMA_TF32")):
+        for row in re.findall(r"X\(([^)]*)\)", text.split("#define " + name + "(X)")[1].split("\n\n")[0]):
+            v = [x.strip() for x in row.split(",")]
+            occ[(lst, int(v[0]))] = (fam, int(v[6] if name == "MF_WGMMA_CONFIGS" else v[9]))
+
+    def add(fam, key, bm, bn, bk, o, s, us):
+        M, N, K = key[1:4]
+        waves = cdiv(cdiv(M, bm) * cdiv(N, bn) * s, SMS * o)
+        flops = 2.0 * o * bm * bn * cdiv(cdiv(K, s), bk) * bk
+        if key not in fams[fam] or us < fams[fam][key][2]: fams[fam][key] = (waves, flops, us)
+    for r in csv.DictReader(open(times_csv)):
+        tf, c = int(r["tf32"]), int(r["cfg"])
+        lst = 0 if tf in (0, 5) else 1
+        if (lst, c) not in occ: continue
+        fam, o = occ[(lst, c)]
+        if tf == 5: fam += "_PIXELS"
+        add(fam, (r["prod"], int(r["M"]), int(r["N"]), int(r["K"])), *lists[lst][c], o, int(r["splits"]), float(r["us"]))
+    section = open(families_log).read().split("\n## 2.")[1].split("\n## 3.")[0].split("\n")[1:]
+    names = {"tf32-tiled": "FAM_MMA_TF32", "bf16-tiled": "FAM_MMA_BF16", "tf32-kmajor": "FAM_TF32_KMAJOR"}
+    for r in csv.DictReader(l for l in section if l and not l.startswith("#")):
+        if r["tile"].startswith("x") or r["tile"] == "tile": continue   # (a header again; the tiled kernels' rows: the CSV above times them with their tiles)
+        bm, bn = map(int, r["tile"].split("x"))
+        fam = names.get(r["family"]) or ("FAM_WGMMA_BF16_COPIES" if int(r["cfg"]) >= 10 else "FAM_BF16_COPIES")
+        add(fam, (r["prod"], int(r["M"]), int(r["N"]), int(r["K"])), bm, bn, 64 if int(r["cfg"]) >= 10 else 32, 1, 1,
+            float(r["us"]))
+    for fam, rows in sorted(fams.items()):
+        rows = list(rows.values())
+        def err(w, rate): return sum(math.log((2 + n * (w + f / rate) / mhz) / us) ** 2 for n, f, us in rows)
+        best = min((err(w, rate), w, rate) for rate in (10 ** (2 + i / 200) for i in range(500))
+                   for w in range(0, 40000, 250))
+        rel = sorted(abs((2 + n * (best[1] + f / best[2]) / mhz) / us - 1) for n, f, us in rows)
+        print(f"  {fam:22s} WAVE {best[1]:6d} clocks, RATE {best[2]:7.1f} FLOP/clock/SM ({len(rows):3d} products; "
+              f"off by {100 * rel[len(rel) // 2]:.0f} % at the median, {100 * rel[int(0.9 * len(rel))]:.0f} % at the 90th percentile)")
+
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--times":
+    if len(sys.argv) > 3 and sys.argv[1] == "--estimate":
+        fit_estimate(sys.argv[2], sys.argv[3], float(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[4] == "--clock" else 1980.0)
+    elif len(sys.argv) > 2 and sys.argv[1] == "--times":
         for path in sys.argv[2:]:
             for lst in (0, 1): fit_times(path, lst)
     else:
-        sys.exit("usage: python3 dev/cuda/fit_plan.py --times TIMES.csv ... (from dev/bin/tune_check --times)")
+        sys.exit("usage: python3 dev/cuda/fit_plan.py --times TIMES.csv ... (from dev/bin/tune_check --times)\n"
+                 "       python3 dev/cuda/fit_plan.py --estimate TIMES.csv FAMILIES.log [--clock MHz]")

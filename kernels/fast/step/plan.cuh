@@ -152,44 +152,60 @@ static int plan_tiled_family(int prec, const MatmulFastPlan *mm) {
     return prec == MF_BF16 ? FAM_MMA_BF16 : FAM_MMA_TF32;
 }
 
-// FLOPs a clock of one SM, for -P's estimates: the family's rate on sm_90 (the tensor cores' dense
-// rate, mma.sync at about half of wgmma's, 3xTF32 three TF32 products, on pixels two)
-static float plan_family_rate(int family) {
+// -P's expected time of a product: a wave of its tiles (as many as the SMs hold at once) costs a fixed
+// time plus its FLOPs at a rate, per kernel family, in the SMs' clocks, fitted to products timed alone
+// on an H200 at their fastest plans (python3 dev/cuda/fit_plan.py --estimate
+// dev/results/plan_times_h200.csv dev/results/sweep_h200_2026-11-29b.log: 129 products of 18 models,
+// the copies' kernels on those of eight; off by 6-21 % at the median, FP32 on pixels 34 %, small
+// products most). The fixed time is what a wave spends outside its products: loading the first
+// stages, the epilogue. BF16 on FP32 operands (timed with no tile of its own) takes mma.sync TF32's.
+typedef struct { float wave_clocks, flops_per_clock; } PlanRate;
+static PlanRate plan_family_rate(int family) {
     switch (family) {
-    case FAM_FFMA: return 256.0f;
-    case FAM_3XTF32: return 1024.0f / 3.0f;
-    case FAM_3XTF32_PIXELS: return 1024.0f / 2.0f;
-    case FAM_MMA_TF32: return 1024.0f;
-    case FAM_WGMMA_TF32: case FAM_TF32_KMAJOR: return 2048.0f;
-    case FAM_MMA_BF16: case FAM_BF16_COPIES: return 2048.0f;
-    case FAM_WGMMA_BF16_COPIES: return 4096.0f;
-    default: return 256.0f;
+    case FAM_FFMA: return {5750, 162.2f};
+    case FAM_3XTF32: return {6500, 312.6f};
+    case FAM_3XTF32_PIXELS: return {7000, 446.7f};
+    case FAM_MMA_TF32: case FAM_MMA_BF16: return {6750, 478.6f};
+    case FAM_WGMMA_TF32: return {5750, 660.7f};
+    case FAM_TF32_KMAJOR: return {13750, 1717.9f};
+    case FAM_BF16_COPIES: return {4000, 1161.4f};
+    case FAM_WGMMA_BF16_COPIES: return {16500, 3235.9f};
+    default: return {5750, 162.2f};
     }
+}
+
+// a product's tile (bm x bn, K steps of bk) and the blocks an SM holds at once, as its plan launches
+// it (the copies' kernels and the K-major one: one a SM, as fitted)
+static void plan_tile(const ProductPlan *pp, int *bm, int *bn, int *bk, int *occ) {
+    *bm = 128, *bn = 128, *bk = 32, *occ = 1;
+    int n = 0;
+    if (pp->family == FAM_TF32_KMAJOR) {
+        matmul_fast_tf32k_tile(pp->mm.cfg, bm, bn);
+        return;
+    }
+    const int copies = pp->family == FAM_BF16_COPIES || pp->family == FAM_WGMMA_BF16_COPIES;
+    const MatmulFastCfg *cfgs = copies ? matmul_fast_bf16_configs(&n) : matmul_fast_configs(pp->prec, &n);
+    for (int i = 0; i < n; i++)
+        if (cfgs[i].id == pp->mm.cfg) *bm = cfgs[i].bm, *bn = cfgs[i].bn, *bk = cfgs[i].bk, *occ = copies ? 1 : cfgs[i].occ;
 }
 
 // the blocks a product's plan launches: its tiles, times its K slices
 static long plan_tiles(const ProductPlan *pp) {
-    int bm = 128, bn = 128, n = 0;
-    if (pp->family == FAM_TF32_KMAJOR) {
-        matmul_fast_tf32k_tile(pp->mm.cfg, &bm, &bn);
-    } else {   // the tiled kernels' configurations, or the BF16-copies kernels'
-        const int copies = pp->family == FAM_BF16_COPIES || pp->family == FAM_WGMMA_BF16_COPIES;
-        const MatmulFastCfg *cfgs = copies ? matmul_fast_bf16_configs(&n) : matmul_fast_configs(pp->prec, &n);
-        for (int i = 0; i < n; i++)
-            if (cfgs[i].id == pp->mm.cfg) bm = cfgs[i].bm, bn = cfgs[i].bn;
-    }
+    int bm, bn, bk, occ;
+    plan_tile(pp, &bm, &bn, &bk, &occ);
     return (long)((pp->M + bm - 1) / bm) * ((pp->N + bn - 1) / bn) * (pp->mm.splits > 0 ? pp->mm.splits : 1);
 }
 
-// the cost model's time: the product's FLOPs at the family's rate, over the share of the GPU its
-// blocks fill (tiles in waves over the SMs)
+// -P's expected time (plan_family_rate), with a launch's couple of microseconds
 static float plan_estimate_us(const ProductPlan *pp, const MfTarget *g) {
-    const double flops = 2.0 * pp->M * pp->N * pp->K;
-    const long tiles = plan_tiles(pp);
-    const long waves = (tiles + g->sms - 1) / g->sms;
-    const double fill = (double)tiles / ((double)waves * g->sms);
-    const double rate = (double)plan_family_rate(pp->family) * g->sms * (g->clock_mhz > 0 ? g->clock_mhz : 1500) * 1e6;
-    return (float)(flops / (rate * fill) * 1e6 + 2.0);   // (+ a launch's couple of microseconds)
+    int bm, bn, bk, occ;
+    plan_tile(pp, &bm, &bn, &bk, &occ);
+    const int splits = pp->mm.splits > 0 ? pp->mm.splits : 1;
+    const long waves = (plan_tiles(pp) + (long)g->sms * occ - 1) / ((long)g->sms * occ);
+    const long kslice = ((pp->K + splits - 1) / splits + bk - 1) / bk * bk;
+    const double wave_flops = 2.0 * occ * bm * bn * (double)kslice;
+    const PlanRate r = plan_family_rate(pp->family);
+    return (float)(2.0 + waves * (r.wave_clocks + wave_flops / r.flops_per_clock) / (g->clock_mhz > 0 ? g->clock_mhz : 1500));
 }
 
 // a tiled product in precision prec: the cost model's tile and split (the cache's: plan_refine)
