@@ -154,11 +154,9 @@ static int plan_tiled_family(int prec, const MatmulFastPlan *mm) {
 
 // -P's expected time of a product: a wave of its tiles (as many as the SMs hold at once) costs a fixed
 // time plus its FLOPs at a rate, per kernel family, in the SMs' clocks, fitted to products timed alone
-// on an H200 at their fastest plans (python3 dev/cuda/fit_plan.py --estimate
-// dev/results/plan_times_h200.csv dev/results/sweep_h200_2026-11-29b.log: 129 products of 18 models,
-// the copies' kernels on those of eight; off by 6-21 % at the median, FP32 on pixels 34 %, small
-// products most). The fixed time is what a wave spends outside its products: loading the first
-// stages, the epilogue. BF16 on FP32 operands (timed with no tile of its own) takes mma.sync TF32's.
+// at their fastest plans (python3 dev/cuda/fit_plan.py --estimate; doc/fast.md, the step plan). The
+// fixed time is what a wave spends outside its products: loading the first stages, the epilogue.
+// BF16 on FP32 operands (timed with no tile of its own) takes mma.sync TF32's.
 typedef struct { float wave_clocks, flops_per_clock; } PlanRate;
 static PlanRate plan_family_rate(int family) {
     switch (family) {
