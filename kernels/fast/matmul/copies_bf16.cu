@@ -179,9 +179,9 @@ void matmul_fast_bf16_run(MfProduct prod, int cfg, float *C, const __nv_bfloat16
     }
     const int vec = N % 4 == 0 && ((uintptr_t)C & 15) == 0;
     const int sgd = epi->kind == MF_EPI_SGD;
-    if (C == NULL && !(sgd && vec)) {
+    if (C == NULL && !(sgd && vec && c->bk == 64)) {   // (the wgmma rows: 64-deep k steps)
         fprintf(stderr, "error: matmul_fast_bf16_run: the %s product of %d x %d x %d: no output (C NULL) is for "
-                "the SGD epilogue on N a multiple of 4 only\n", names[prod], M, N, K);
+                "the wgmma kernels' SGD epilogue on N a multiple of 4 only\n", names[prod], M, N, K);
         exit(EXIT_FAILURE);
     }
     // With the SGD epilogue, out_bf16 takes the new W: the wgmma kernels store it on their float4 path
